@@ -1,0 +1,84 @@
+//! Kafka plumbing shared by ingest (producer), writer (consumers) and reconcile (lag).
+//!
+//! Written for the tansu broker as much as for Apache Kafka: topics are created explicitly
+//! (tansu does not auto-create), compression is lz4 (tansu cannot read Snappy back), and
+//! nothing here ever deletes a topic (on tansu's SQLite engine that deletes all of them).
+
+use crate::config::KafkaArgs;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+use std::time::Duration;
+
+/// Timeout of one metadata or offsets request.
+pub const ADMIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The base client configuration: brokers and nothing else.
+pub fn client_config(args: &KafkaArgs) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", &args.brokers);
+    c
+}
+
+/// Creates the topic with the configured partition count if it does not exist.
+pub async fn ensure_topic(args: &KafkaArgs, topic: &str, partitions: i32) -> Result<(), KafkaError> {
+    let admin: AdminClient<DefaultClientContext> = client_config(args).create()?;
+    let new = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
+    let results = admin.create_topics([&new], &AdminOptions::new().operation_timeout(Some(ADMIN_TIMEOUT))).await?;
+    for r in results {
+        match r {
+            Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((t, code)) => return Err(KafkaError::AdminOp(code)).inspect_err(|_| tracing::error!(topic = t, "create topic failed")),
+        }
+    }
+    Ok(())
+}
+
+/// Partition count of a topic, or `None` if the broker does not know it.
+pub fn partition_count(args: &KafkaArgs, topic: &str) -> Result<Option<usize>, KafkaError> {
+    let consumer: BaseConsumer = client_config(args).create()?;
+    let md = consumer.fetch_metadata(Some(topic), ADMIN_TIMEOUT)?;
+    Ok(md.topics().iter().find(|t| t.name() == topic && t.error().is_none()).map(|t| t.partitions().len()))
+}
+
+/// Lag of one partition for the writers' group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct PartitionLag {
+    pub partition: i32,
+    /// Next offset the group will read (0 when it never committed).
+    pub committed: i64,
+    /// High watermark: offset of the next record to be produced.
+    pub high: i64,
+}
+
+impl PartitionLag {
+    pub fn lag(&self) -> i64 {
+        (self.high - self.committed).max(0)
+    }
+}
+
+/// Committed offsets and high watermarks of every partition of `topic` for `group`.
+/// Blocking (librdkafka calls); run it on a blocking thread from async code.
+pub fn group_lag(args: &KafkaArgs, group: &str, topic: &str) -> Result<Vec<PartitionLag>, KafkaError> {
+    let consumer: BaseConsumer = client_config(args).set("group.id", group).set("enable.auto.commit", "false").create()?;
+    let md = consumer.fetch_metadata(Some(topic), ADMIN_TIMEOUT)?;
+    let partitions: Vec<i32> =
+        md.topics().iter().filter(|t| t.name() == topic).flat_map(|t| t.partitions().iter().map(|p| p.id())).collect();
+    let mut tpl = TopicPartitionList::new();
+    for p in &partitions {
+        tpl.add_partition(topic, *p);
+    }
+    let committed = consumer.committed_offsets(tpl, ADMIN_TIMEOUT)?;
+    let mut out = Vec::with_capacity(partitions.len());
+    for p in partitions {
+        let (_low, high) = consumer.fetch_watermarks(topic, p, ADMIN_TIMEOUT)?;
+        let committed = match committed.find_partition(topic, p).map(|e| e.offset()) {
+            Some(Offset::Offset(o)) => o,
+            _ => 0,
+        };
+        out.push(PartitionLag { partition: p, committed, high });
+    }
+    Ok(out)
+}

@@ -1,0 +1,240 @@
+//! The one message type every part of the pipeline shares, its validation, and the shard rule.
+//!
+//! A client sends a [`NewMessage`] (id and `sent_at` optional); the ingest turns it into a
+//! [`Message`] (every field present and valid) and that exact JSON travels through Kafka to the
+//! writer, which decodes it with the same [`Message::decode`] before writing anything.
+
+use serde::{Deserialize, Serialize};
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+
+/// Number of MySQL shard tables (`messages_00` … `messages_15`). Part of the schema, not a knob.
+pub const SHARDS: u32 = 16;
+
+/// Default largest body, in bytes of UTF-8.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 16 * 1024;
+
+/// Longest id, sender and recipient, in characters.
+pub const MAX_NAME_CHARS: usize = 64;
+
+/// What a client posts. Unknown fields are rejected so a typo never silently drops data.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct NewMessage {
+    #[serde(default)]
+    pub id: Option<String>,
+    pub sender: String,
+    pub recipient: String,
+    pub body: String,
+    /// RFC 3339; kept as text here so that a bad value is reported as a field error (422),
+    /// not as a JSON syntax error.
+    #[serde(default)]
+    pub sent_at: Option<String>,
+}
+
+/// A complete, validated message: what goes on the topic and into every store.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Message {
+    pub id: String,
+    pub sender: String,
+    pub recipient: String,
+    pub body: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub sent_at: OffsetDateTime,
+}
+
+/// One field that failed validation, and why.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct FieldError {
+    pub field: &'static str,
+    pub reason: String,
+}
+
+/// Limits that validation enforces; the body limit is configurable per service.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_body_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { max_body_bytes: DEFAULT_MAX_BODY_BYTES }
+    }
+}
+
+/// A fresh time-ordered unique id (UUIDv7, hyphenated: 36 chars of `[0-9a-f-]`).
+pub fn new_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+/// The shard table index of an id: CRC-32 (IEEE 802.3, the zlib/`crc32fast` polynomial) of the
+/// id's UTF-8 bytes, modulo [`SHARDS`].
+///
+/// CRC-32 is a fixed, standardised function, so it can never drift with a library upgrade, and
+/// MySQL computes the same value (`CRC32(id) % 16`), which lets reconcile check placement in SQL.
+/// Changing this function would strand every stored row: never change it.
+pub fn shard_of(id: &str) -> u32 {
+    crc32fast::hash(id.as_bytes()) % SHARDS
+}
+
+/// The table name for a shard index: `messages_00` … `messages_15`.
+pub fn shard_table(shard: u32) -> String {
+    format!("messages_{shard:02}")
+}
+
+fn check_id(id: &str, errors: &mut Vec<FieldError>) {
+    let ok_len = (1..=MAX_NAME_CHARS).contains(&id.len());
+    let ok_chars = id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !ok_len || !ok_chars {
+        errors.push(FieldError {
+            field: "id",
+            reason: format!("must be 1-{MAX_NAME_CHARS} characters of [A-Za-z0-9_-]"),
+        });
+    }
+}
+
+fn check_name(field: &'static str, value: &str, errors: &mut Vec<FieldError>) {
+    let n = value.chars().count();
+    if n == 0 || n > MAX_NAME_CHARS {
+        errors.push(FieldError { field, reason: format!("must be 1-{MAX_NAME_CHARS} characters, got {n}") });
+    }
+}
+
+fn check_body(body: &str, limits: Limits, errors: &mut Vec<FieldError>) {
+    if body.len() > limits.max_body_bytes {
+        errors.push(FieldError {
+            field: "body",
+            reason: format!("must be at most {} bytes, got {}", limits.max_body_bytes, body.len()),
+        });
+    }
+}
+
+impl NewMessage {
+    /// Validates every field and fills what the server supplies (id, `sent_at`). Returns all
+    /// field errors at once, so a client can fix a request in one round trip.
+    pub fn into_message(self, limits: Limits, now: OffsetDateTime) -> Result<Message, Vec<FieldError>> {
+        let mut errors = Vec::new();
+        if let Some(id) = &self.id {
+            check_id(id, &mut errors);
+        }
+        check_name("sender", &self.sender, &mut errors);
+        check_name("recipient", &self.recipient, &mut errors);
+        check_body(&self.body, limits, &mut errors);
+        let sent_at = match self.sent_at.as_deref().map(|s| OffsetDateTime::parse(s, &Rfc3339)) {
+            None => Some(now),
+            Some(Ok(t)) => Some(t),
+            Some(Err(e)) => {
+                errors.push(FieldError { field: "sent_at", reason: format!("not RFC 3339: {e}") });
+                None
+            }
+        };
+        match (errors.is_empty(), sent_at) {
+            (true, Some(sent_at)) => Ok(Message {
+                id: self.id.unwrap_or_else(new_id),
+                sender: self.sender,
+                recipient: self.recipient,
+                body: self.body,
+                sent_at,
+            }),
+            _ => Err(errors),
+        }
+    }
+}
+
+/// Why a record read back from Kafka is not a valid [`Message`].
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("not a message: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("invalid {}: {}", .0[0].field, .0[0].reason)]
+    Invalid(Vec<FieldError>),
+}
+
+impl Message {
+    /// Checks the invariants a stored message must hold (the same rules as [`NewMessage`]).
+    pub fn validate(&self, limits: Limits) -> Result<(), Vec<FieldError>> {
+        let mut errors = Vec::new();
+        check_id(&self.id, &mut errors);
+        check_name("sender", &self.sender, &mut errors);
+        check_name("recipient", &self.recipient, &mut errors);
+        check_body(&self.body, limits, &mut errors);
+        if errors.is_empty() { Ok(()) } else { Err(errors) }
+    }
+
+    /// Decodes and validates a Kafka record payload.
+    pub fn decode(payload: &[u8], limits: Limits) -> Result<Message, DecodeError> {
+        let msg: Message = serde_json::from_slice(payload)?;
+        msg.validate(limits).map_err(DecodeError::Invalid)?;
+        Ok(msg)
+    }
+
+    /// The JSON that travels on the topic and is stored in Redis.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a Message always serialises")
+    }
+
+    pub fn shard(&self) -> u32 {
+        shard_of(&self.id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new(sender: &str) -> NewMessage {
+        NewMessage { id: None, sender: sender.into(), recipient: "bob".into(), body: "hi".into(), sent_at: None }
+    }
+
+    #[test]
+    fn shard_rule_is_fixed() {
+        // These values are part of the storage format (computed independently with Python's
+        // zlib.crc32): if this test fails, stored rows would be looked up in the wrong table.
+        assert_eq!(crc32fast::hash(b"a"), 0xE8B7BE43);
+        let fixed = [("a", 3), ("msg-1", 3), ("0192f5c0-0000-7000-8000-000000000000", 10), ("alice-000001", 12)];
+        for (id, shard) in fixed {
+            assert_eq!(shard_of(id), shard, "shard of {id}");
+        }
+        assert_eq!(shard_table(0), "messages_00");
+        assert_eq!(shard_table(15), "messages_15");
+    }
+
+    #[test]
+    fn fills_id_and_sent_at() {
+        let now = OffsetDateTime::now_utc();
+        let m = new("alice").into_message(Limits::default(), now).unwrap();
+        assert_eq!(m.id.len(), 36);
+        assert_eq!(m.sent_at, now);
+        let again = new("alice").into_message(Limits::default(), now).unwrap();
+        assert!(again.id > m.id, "ids are time ordered");
+    }
+
+    #[test]
+    fn reports_every_bad_field() {
+        let bad = NewMessage {
+            id: Some("has space".into()),
+            sender: String::new(),
+            recipient: "r".repeat(65),
+            body: "x".repeat(10),
+            sent_at: Some("yesterday".into()),
+        };
+        let errs = bad.into_message(Limits { max_body_bytes: 5 }, OffsetDateTime::now_utc()).unwrap_err();
+        let fields: Vec<_> = errs.iter().map(|e| e.field).collect();
+        assert_eq!(fields, ["id", "sender", "recipient", "body", "sent_at"]);
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected() {
+        let err = serde_json::from_str::<NewMessage>(r#"{"sender":"a","recipient":"b","body":"c","x":1}"#);
+        assert!(err.unwrap_err().to_string().contains("unknown field"));
+    }
+
+    #[test]
+    fn round_trips_through_json() {
+        let m = new("alice").into_message(Limits::default(), OffsetDateTime::now_utc()).unwrap();
+        let back = Message::decode(m.to_json().as_bytes(), Limits::default()).unwrap();
+        assert_eq!(back, m);
+        assert!(matches!(Message::decode(b"{}", Limits::default()), Err(DecodeError::Json(_))));
+    }
+}

@@ -1,0 +1,105 @@
+//! MongoDB: `insert_many(ordered = false)` into `<db>.<collection>` with `_id` = message id.
+//!
+//! A redelivered message hits the `_id` unique index and fails with duplicate key (11000),
+//! which is success for us: the document is there exactly once. Unordered inserts let the rest
+//! of the batch go in around such duplicates. Any other error is retried by the writer.
+
+use super::{Rejected, Store, StoreError, StoreKind, StoredId, CONNECT_TIMEOUT};
+use crate::config::MongoArgs;
+use crate::message::Message;
+use async_trait::async_trait;
+use futures::TryStreamExt;
+use mongodb::bson::{doc, Bson, DateTime, Document};
+use mongodb::error::ErrorKind;
+use mongodb::options::ClientOptions;
+use mongodb::{Client, Collection};
+
+const KIND: StoreKind = StoreKind::Mongo;
+const DUPLICATE_KEY: i32 = 11000;
+
+fn err(e: impl std::fmt::Display) -> StoreError {
+    StoreError::transient(KIND, e)
+}
+
+pub struct MongoStore {
+    coll: Collection<Document>,
+}
+
+fn to_doc(m: &Message) -> Document {
+    let millis = (m.sent_at.unix_timestamp_nanos() / 1_000_000) as i64;
+    doc! {
+        "_id": &m.id,
+        "sender": &m.sender,
+        "recipient": &m.recipient,
+        "body": &m.body,
+        "sent_at": DateTime::from_millis(millis),
+    }
+}
+
+/// True when every failure in an insert_many error is a duplicate key.
+fn only_duplicates(e: &mongodb::error::Error) -> bool {
+    match e.kind.as_ref() {
+        ErrorKind::InsertMany(ime) => {
+            ime.write_concern_error.is_none()
+                && ime.write_errors.as_ref().is_some_and(|w| w.iter().all(|we| we.code == DUPLICATE_KEY))
+        }
+        _ => false,
+    }
+}
+
+impl MongoStore {
+    pub async fn connect(args: &MongoArgs) -> Result<Self, StoreError> {
+        let mut opts = ClientOptions::parse(&args.url).await.map_err(|e| StoreError::permanent(KIND, e))?;
+        opts.connect_timeout = Some(CONNECT_TIMEOUT);
+        opts.server_selection_timeout = Some(CONNECT_TIMEOUT);
+        opts.app_name = Some("pipeline".into());
+        let client = Client::with_options(opts).map_err(err)?;
+        Ok(Self { coll: client.database(&args.database).collection(&args.collection) })
+    }
+}
+
+#[async_trait]
+impl Store for MongoStore {
+    fn kind(&self) -> StoreKind {
+        KIND
+    }
+
+    async fn prepare(&self) -> Result<(), StoreError> {
+        // Collections are created on first insert; this checks the server answers.
+        self.coll.client().database("admin").run_command(doc! { "ping": 1 }).await.map_err(err)?;
+        Ok(())
+    }
+
+    async fn write(&self, batch: &[Message]) -> Result<Vec<Rejected>, StoreError> {
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        match self.coll.insert_many(batch.iter().map(to_doc)).ordered(false).await {
+            Ok(_) => Ok(Vec::new()),
+            Err(e) if only_duplicates(&e) => Ok(Vec::new()),
+            Err(e) => Err(err(e)),
+        }
+    }
+
+    async fn count(&self) -> Result<u64, StoreError> {
+        self.coll.count_documents(doc! {}).await.map_err(err)
+    }
+
+    async fn ids(&self) -> Result<Vec<StoredId>, StoreError> {
+        let mut cursor = self.coll.find(doc! {}).projection(doc! { "_id": 1 }).batch_size(10_000).await.map_err(err)?;
+        let mut out = Vec::new();
+        while let Some(d) = cursor.try_next().await.map_err(err)? {
+            let id = match d.get("_id") {
+                Some(Bson::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
+                None => continue,
+            };
+            out.push(StoredId { id, place: None });
+        }
+        Ok(out)
+    }
+
+    async fn reset(&self) -> Result<(), StoreError> {
+        self.coll.drop().await.map_err(err)
+    }
+}

@@ -1,0 +1,141 @@
+//! The writer's configuration: flags with environment variables, defaults = the seed's topology
+//! (3 consumers, batch pull, MySQL written synchronously, the other three asynchronously).
+
+use crate::pool::PoolSpec;
+use clap::{Parser, ValueEnum};
+use pipeline_common::config::{KafkaArgs, StoreArgs};
+use pipeline_common::stores::StoreKind;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PoolMode {
+    /// One pool per asynchronous store: a slow store cannot starve the others.
+    PerStore,
+    /// One pool shared by every asynchronous store, as in the seed.
+    Shared,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CommitMode {
+    /// Commit an offset only when every record up to it is in all four stores.
+    AfterWrite,
+    /// The seed's behaviour: commit once the async writes are submitted. LOSES the queued
+    /// writes if the process dies; kept only to measure what the safety costs.
+    AfterSubmit,
+}
+
+/// Which stores are written on the consumer task before the others are submitted to pools.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncStores(pub Vec<StoreKind>);
+
+impl std::str::FromStr for SyncStores {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => return Ok(SyncStores(vec![])),
+            "all" => return Ok(SyncStores(StoreKind::ALL.to_vec())),
+            _ => {}
+        }
+        let mut out = Vec::new();
+        for name in s.split(',').map(str::trim) {
+            let kind = StoreKind::from_str(name, true)
+                .map_err(|_| format!("unknown store `{name}` (mysql, redis, es, mongo, none, all)"))?;
+            if !out.contains(&kind) {
+                out.push(kind);
+            }
+        }
+        Ok(SyncStores(out))
+    }
+}
+
+#[derive(Debug, Clone, Parser)]
+#[command(name = "writer", about = "Kafka → MySQL (sync) + Redis / Elasticsearch / MongoDB, no loss, no duplicates")]
+pub struct WriterConfig {
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+    #[command(flatten)]
+    pub stores: StoreArgs,
+
+    /// Consumers in the group (each its own task and Kafka client).
+    #[arg(long, env = "WRITER_CONSUMERS", default_value_t = 3)]
+    pub consumers: usize,
+    /// Most records in one batch.
+    #[arg(long, env = "WRITER_BATCH_MAX", default_value_t = 500)]
+    pub batch_max: usize,
+    /// Longest wait for a batch to fill, in milliseconds.
+    #[arg(long, env = "WRITER_BATCH_WAIT", default_value_t = 10)]
+    pub batch_wait: u64,
+
+    /// Stores written synchronously: `mysql` (seed C), `es` (seed A), `none` (seed B), `all`,
+    /// or a comma list.
+    #[arg(long, env = "WRITER_SYNC_STORES", default_value = "mysql")]
+    pub sync_stores: SyncStores,
+    #[arg(long, env = "WRITER_POOL", value_enum, default_value_t = PoolMode::PerStore)]
+    pub pool: PoolMode,
+    /// The shared pool (`--pool shared`): core/max/queue/policy. The seed's shape by default.
+    #[arg(long, env = "WRITER_POOL_SHARED", default_value = "12/24/1000/caller-runs")]
+    pub pool_shared: PoolSpec,
+    /// Per-store pools (`--pool per-store`), core/max/queue/policy; only asynchronous stores use theirs.
+    #[arg(long, env = "WRITER_POOL_MYSQL", default_value = "4/8/64/block")]
+    pub pool_mysql: PoolSpec,
+    #[arg(long, env = "WRITER_POOL_REDIS", default_value = "4/8/64/block")]
+    pub pool_redis: PoolSpec,
+    #[arg(long, env = "WRITER_POOL_ES", default_value = "4/8/64/block")]
+    pub pool_es: PoolSpec,
+    #[arg(long, env = "WRITER_POOL_MONGO", default_value = "4/8/64/block")]
+    pub pool_mongo: PoolSpec,
+
+    #[arg(long, env = "WRITER_COMMIT", value_enum, default_value_t = CommitMode::AfterWrite)]
+    pub commit: CommitMode,
+    /// Dead-letter topic for records that cannot be decoded or that a store refuses for good.
+    #[arg(long, env = "WRITER_DLQ_TOPIC", default_value = "messages.dlq")]
+    pub dlq_topic: String,
+    /// Largest message body accepted, in bytes (larger records are dead-lettered).
+    #[arg(long, env = "MAX_BODY_BYTES", default_value_t = pipeline_common::message::DEFAULT_MAX_BODY_BYTES)]
+    pub max_body_bytes: usize,
+    /// Prometheus `/metrics` and `/healthz`.
+    #[arg(long, env = "WRITER_METRICS_ADDR", default_value = "127.0.0.1:9464")]
+    pub metrics_addr: SocketAddr,
+    /// Longest backoff between retries of a failing store write, in milliseconds.
+    #[arg(long, env = "WRITER_RETRY_MAX_MS", default_value_t = 2000)]
+    pub retry_max_ms: u64,
+}
+
+impl WriterConfig {
+    pub fn batch_wait(&self) -> Duration {
+        Duration::from_millis(self.batch_wait)
+    }
+
+    pub fn pool_spec(&self, kind: StoreKind) -> PoolSpec {
+        match kind {
+            StoreKind::Mysql => self.pool_mysql,
+            StoreKind::Redis => self.pool_redis,
+            StoreKind::Es => self.pool_es,
+            StoreKind::Mongo => self.pool_mongo,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_reproduce_the_seed() {
+        let c = WriterConfig::parse_from(["writer"]);
+        assert_eq!(c.consumers, 3);
+        assert_eq!(c.sync_stores, SyncStores(vec![StoreKind::Mysql]));
+        assert_eq!(c.kafka.partitions, 4);
+        assert_eq!(c.pool_shared.to_string(), "12/24/1000/caller-runs");
+        assert_eq!(c.commit, CommitMode::AfterWrite);
+    }
+
+    #[test]
+    fn sync_store_lists() {
+        assert_eq!("none".parse::<SyncStores>().unwrap().0, vec![]);
+        assert_eq!("all".parse::<SyncStores>().unwrap().0.len(), 4);
+        assert_eq!("es,mysql".parse::<SyncStores>().unwrap().0, vec![StoreKind::Es, StoreKind::Mysql]);
+        assert!("postgres".parse::<SyncStores>().is_err());
+    }
+}

@@ -1,0 +1,298 @@
+//! A bounded, observable worker pool for asynchronous store writes, with the semantics of the
+//! seed's Java `ThreadPoolExecutor`: `core` workers, then a bounded queue, then extra workers up
+//! to `max`, then the rejection policy.
+//!
+//! The seed's lesson is that `CallerRunsPolicy` silently turns "async" into "sync". Here every
+//! rejection is an event with a counter (`writer_pool_rejected_total`,
+//! `writer_pool_caller_runs_total`) next to the queue depth and active worker gauges, so the
+//! degradation shows on a dashboard the moment it starts.
+//!
+//! Workers are tokio tasks, not threads: a worker that waits on a store's I/O costs nothing, which
+//! is exactly why a pool of them is bounded by count rather than by CPU.
+
+use futures::future::BoxFuture;
+use metrics::{counter, gauge, Counter, Gauge};
+use std::collections::VecDeque;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+use tokio::sync::Notify;
+
+/// What happens to a submission when the queue is full and all `max` workers are busy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// The submitting consumer runs the job itself (the seed's `CallerRunsPolicy`).
+    CallerRuns,
+    /// The submitter waits until the queue has room.
+    Block,
+    /// The submission fails; the caller retries it later.
+    Reject,
+}
+
+/// Pool shape, written `core/max/queue/policy`, e.g. the seed's `12/24/1000/caller-runs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolSpec {
+    pub core: usize,
+    pub max: usize,
+    pub queue: usize,
+    pub policy: Policy,
+}
+
+impl FromStr for PoolSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let parts: Vec<&str> = s.split('/').collect();
+        let [core, max, queue, policy] = parts[..] else {
+            return Err(format!("pool spec `{s}` is not core/max/queue/policy (e.g. 12/24/1000/caller-runs)"));
+        };
+        let num = |v: &str, what: &str| v.parse::<usize>().map_err(|_| format!("pool {what} `{v}` is not a number"));
+        let policy = match policy {
+            "caller-runs" => Policy::CallerRuns,
+            "block" => Policy::Block,
+            "reject" => Policy::Reject,
+            other => return Err(format!("pool policy `{other}` is not caller-runs, block or reject")),
+        };
+        let spec = PoolSpec { core: num(core, "core")?, max: num(max, "max")?, queue: num(queue, "queue")?, policy };
+        if spec.core == 0 || spec.max < spec.core {
+            return Err(format!("pool `{s}`: need 1 <= core <= max"));
+        }
+        Ok(spec)
+    }
+}
+
+impl fmt::Display for PoolSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = match self.policy {
+            Policy::CallerRuns => "caller-runs",
+            Policy::Block => "block",
+            Policy::Reject => "reject",
+        };
+        write!(f, "{}/{}/{}/{p}", self.core, self.max, self.queue)
+    }
+}
+
+/// A unit of work: one store write of one batch.
+pub type Job = BoxFuture<'static, ()>;
+
+/// The submission was refused (policy `reject`); the job is handed back.
+pub struct Rejected(pub Job);
+
+struct State {
+    active: usize,
+    queue: VecDeque<Job>,
+}
+
+struct Metrics {
+    queue_depth: Gauge,
+    active: Gauge,
+    completed: Counter,
+    rejected: Counter,
+    caller_runs: Counter,
+}
+
+struct Inner {
+    name: String,
+    spec: PoolSpec,
+    state: Mutex<State>,
+    room: Notify,
+    m: Metrics,
+}
+
+/// Cheap to clone; all clones are the same pool.
+#[derive(Clone)]
+pub struct Pool(Arc<Inner>);
+
+impl Pool {
+    pub fn new(name: &str, spec: PoolSpec) -> Pool {
+        let l = [("pool", name.to_string())];
+        gauge!("writer_pool_queue_capacity", &l).set(spec.queue as f64);
+        gauge!("writer_pool_max_workers", &l).set(spec.max as f64);
+        let m = Metrics {
+            queue_depth: gauge!("writer_pool_queue_depth", &l),
+            active: gauge!("writer_pool_active_workers", &l),
+            completed: counter!("writer_pool_completed_total", &l),
+            rejected: counter!("writer_pool_rejected_total", &l),
+            caller_runs: counter!("writer_pool_caller_runs_total", &l),
+        };
+        Pool(Arc::new(Inner {
+            name: name.to_string(),
+            spec,
+            state: Mutex::new(State { active: 0, queue: VecDeque::new() }),
+            room: Notify::new(),
+            m,
+        }))
+    }
+
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// Submits a job. Returns when the job is running, queued, or (caller-runs) done.
+    pub async fn submit(&self, job: Job) -> Result<(), Rejected> {
+        let mut job = job;
+        loop {
+            match self.try_place(job) {
+                Ok(()) => return Ok(()),
+                Err(back) => job = back,
+            }
+            match self.0.spec.policy {
+                Policy::CallerRuns => {
+                    self.0.m.caller_runs.increment(1);
+                    job.await;
+                    self.0.m.completed.increment(1);
+                    return Ok(());
+                }
+                Policy::Reject => {
+                    self.0.m.rejected.increment(1);
+                    return Err(Rejected(job));
+                }
+                Policy::Block => {
+                    let room = self.0.room.notified();
+                    // Re-check after registering interest, so a wake-up between the two is not lost.
+                    match self.try_place(job) {
+                        Ok(()) => return Ok(()),
+                        Err(back) => job = back,
+                    }
+                    room.await;
+                }
+            }
+        }
+    }
+
+    /// Starts the job on a worker or queues it; hands it back when neither is possible.
+    fn try_place(&self, job: Job) -> Result<(), Job> {
+        let mut st = self.0.state.lock().expect("pool lock");
+        let spec = self.0.spec;
+        if st.active < spec.core || (st.queue.len() >= spec.queue && st.active < spec.max) {
+            st.active += 1;
+            self.0.m.active.set(st.active as f64);
+            drop(st);
+            let pool = self.clone();
+            tokio::spawn(async move { pool.worker(job).await });
+            Ok(())
+        } else if st.queue.len() < spec.queue {
+            st.queue.push_back(job);
+            self.0.m.queue_depth.set(st.queue.len() as f64);
+            Ok(())
+        } else {
+            Err(job)
+        }
+    }
+
+    /// Runs its first job, then keeps taking queued ones; exits when the queue is empty.
+    async fn worker(self, first: Job) {
+        let mut job = first;
+        loop {
+            job.await;
+            self.0.m.completed.increment(1);
+            let mut st = self.0.state.lock().expect("pool lock");
+            match st.queue.pop_front() {
+                Some(next) => {
+                    self.0.m.queue_depth.set(st.queue.len() as f64);
+                    drop(st);
+                    self.0.room.notify_waiters();
+                    job = next;
+                }
+                None => {
+                    st.active -= 1;
+                    self.0.m.active.set(st.active as f64);
+                    drop(st);
+                    self.0.room.notify_waiters();
+                    return;
+                }
+            }
+        }
+    }
+
+    /// (active workers, queued jobs), for tests and logs.
+    pub fn load(&self) -> (usize, usize) {
+        let st = self.0.state.lock().expect("pool lock");
+        (st.active, st.queue.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+    use tokio::sync::Semaphore;
+
+    /// A job that waits for a permit from `gate`, then counts itself done.
+    fn gated(gate: &Arc<Semaphore>, done: &Arc<AtomicUsize>) -> Job {
+        let (gate, done) = (gate.clone(), done.clone());
+        Box::pin(async move {
+            gate.acquire().await.expect("open").forget();
+            done.fetch_add(1, Ordering::SeqCst);
+        })
+    }
+
+    fn spec(s: &str) -> PoolSpec {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn parses_the_seed_shape() {
+        assert_eq!(spec("12/24/1000/caller-runs"), PoolSpec { core: 12, max: 24, queue: 1000, policy: Policy::CallerRuns });
+        assert_eq!(spec("2/2/0/reject").to_string(), "2/2/0/reject");
+        assert!("12/24/1000".parse::<PoolSpec>().is_err());
+        assert!("3/2/10/block".parse::<PoolSpec>().is_err());
+        assert!("1/1/1/drop".parse::<PoolSpec>().unwrap_err().contains("drop"));
+    }
+
+    #[tokio::test]
+    async fn core_then_queue_then_max_then_policy() {
+        let pool = Pool::new("t1", spec("1/2/1/reject"));
+        let gate = Arc::new(Semaphore::new(0));
+        let done = Arc::new(AtomicUsize::new(0));
+        assert!(pool.submit(gated(&gate, &done)).await.is_ok()); // core worker
+        assert_eq!(pool.load(), (1, 0));
+        assert!(pool.submit(gated(&gate, &done)).await.is_ok()); // queued
+        assert_eq!(pool.load(), (1, 1));
+        assert!(pool.submit(gated(&gate, &done)).await.is_ok()); // extra worker up to max
+        assert_eq!(pool.load(), (2, 1));
+        assert!(pool.submit(gated(&gate, &done)).await.is_err()); // rejected
+        gate.add_permits(3);
+        while done.load(Ordering::SeqCst) < 3 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(pool.load(), (0, 0), "workers exit when idle");
+    }
+
+    #[tokio::test]
+    async fn caller_runs_executes_on_the_submitter() {
+        let pool = Pool::new("t2", spec("1/1/0/caller-runs"));
+        let gate = Arc::new(Semaphore::new(0));
+        let done = Arc::new(AtomicUsize::new(0));
+        pool.submit(gated(&gate, &done)).await.ok(); // holds the only worker until the gate opens
+        let inline = Arc::new(AtomicUsize::new(0));
+        let i2 = inline.clone();
+        pool.submit(Box::pin(async move {
+            i2.fetch_add(1, Ordering::SeqCst);
+        }))
+        .await
+        .ok();
+        assert_eq!(inline.load(Ordering::SeqCst), 1, "the full pool ran the job on the caller, before submit returned");
+        gate.add_permits(1);
+    }
+
+    #[tokio::test]
+    async fn block_waits_for_room() {
+        let pool = Pool::new("t3", spec("1/1/1/block"));
+        let gate = Arc::new(Semaphore::new(0));
+        let done = Arc::new(AtomicUsize::new(0));
+        pool.submit(gated(&gate, &done)).await.ok();
+        pool.submit(gated(&gate, &done)).await.ok();
+        let p2 = pool.clone();
+        let (g2, d2) = (gate.clone(), done.clone());
+        let third = tokio::spawn(async move { p2.submit(gated(&g2, &d2)).await.is_ok() });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!third.is_finished(), "a full pool blocks the submitter");
+        gate.add_permits(3);
+        assert!(third.await.unwrap());
+        while done.load(Ordering::SeqCst) < 3 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! Wiring: connect and prepare the stores, make sure the topics exist, start the consumers and
+//! the metrics endpoint, stop cleanly on a signal.
+
+use crate::config::WriterConfig;
+use crate::consumer::BatchConsumer;
+use crate::dispatch::Dispatcher;
+use crate::dlq::Dlq;
+use actix_web::{web, App, HttpResponse, HttpServer};
+use anyhow::Context;
+use metrics_exporter_prometheus::PrometheusHandle;
+use pipeline_common::kafka::ensure_topic;
+use pipeline_common::stores::{self, StoreKind};
+use pipeline_common::telemetry;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+async fn metrics(handle: web::Data<PrometheusHandle>) -> HttpResponse {
+    HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(handle.render())
+}
+
+async fn healthz() -> HttpResponse {
+    let boot = telemetry::boot();
+    HttpResponse::Ok().json(serde_json::json!({
+        "status": "up",
+        "boot_id": boot.id,
+        "started_at": boot.started_at.unix_timestamp(),
+    }))
+}
+
+/// Runs the writer until `stop` is cancelled; returns after in-flight writes are committed.
+pub async fn run(cfg: WriterConfig, stop: CancellationToken) -> anyhow::Result<()> {
+    let handle = telemetry::metrics_handle();
+    let stores = stores::connect(&cfg.stores, &StoreKind::ALL).await.context("connecting to the stores")?;
+    for s in &stores {
+        s.prepare().await.with_context(|| format!("preparing {}", s.kind()))?;
+    }
+    ensure_topic(&cfg.kafka, &cfg.kafka.topic, cfg.kafka.partitions).await.context("creating the topic")?;
+    ensure_topic(&cfg.kafka, &cfg.dlq_topic, 1).await.context("creating the dead-letter topic")?;
+
+    let server = HttpServer::new({
+        let handle = handle.clone();
+        move || {
+            App::new()
+                .app_data(web::Data::new(handle.clone()))
+                .route("/metrics", web::get().to(metrics))
+                .route("/healthz", web::get().to(healthz))
+        }
+    })
+    .workers(1)
+    .disable_signals()
+    .bind(cfg.metrics_addr)
+    .with_context(|| format!("binding metrics on {}", cfg.metrics_addr))?
+    .run();
+    let server_handle = server.handle();
+    tokio::spawn(server);
+
+    let dlq = Dlq::new(&cfg.kafka, &cfg.dlq_topic)?;
+    let cfg = Arc::new(cfg);
+    let dispatcher = Arc::new(Dispatcher::new(&cfg, stores, dlq.clone()));
+    tracing::info!(
+        consumers = cfg.consumers,
+        sync = ?cfg.sync_stores.0,
+        pool = ?cfg.pool,
+        commit = ?cfg.commit,
+        boot_id = %telemetry::boot().id,
+        "writer started"
+    );
+    let mut tasks = Vec::new();
+    for id in 0..cfg.consumers {
+        let c = BatchConsumer::new(id, cfg.clone(), dispatcher.clone(), dlq.clone())?;
+        tasks.push(tokio::spawn(c.run(stop.clone())));
+    }
+    for t in tasks {
+        t.await.context("consumer task panicked")?;
+    }
+    server_handle.stop(true).await;
+    Ok(())
+}

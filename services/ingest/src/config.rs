@@ -1,0 +1,72 @@
+//! The ingest's configuration: flags with environment variables; defaults = the seed's front half
+//! (ring of 2^17 slots in front of a Kafka producer, topic of 4 partitions).
+
+use clap::{Parser, ValueEnum};
+use pipeline_common::config::KafkaArgs;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AckMode {
+    /// 202 only after Kafka's delivery report says the record is stored (acks=all).
+    Kafka,
+    /// 202 as soon as the record is in the ring: the seed's behaviour. Faster, but what is in
+    /// the ring or the producer's queue is LOST if the process dies.
+    Ring,
+}
+
+#[derive(Debug, Clone, Parser)]
+#[command(name = "ingest", about = "HTTP → disruptor ring → Kafka, with honest acknowledgements")]
+pub struct IngestConfig {
+    #[arg(long, env = "INGEST_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+    /// When to answer 202.
+    #[arg(long, env = "INGEST_ACK", value_enum, default_value_t = AckMode::Kafka)]
+    pub ack: AckMode,
+    /// Ring slots; a power of two (the seed: 2^17).
+    #[arg(long, env = "INGEST_RING_SIZE", default_value_t = 1 << 17, value_parser = power_of_two)]
+    pub ring_size: usize,
+    /// How long the idle ring consumer sleeps between looks, in microseconds. It never spins.
+    #[arg(long, env = "INGEST_RING_IDLE_SLEEP_US", default_value_t = 500)]
+    pub ring_idle_sleep_us: u64,
+    /// Longest a request may wait for its acknowledgement before a 503, in milliseconds.
+    #[arg(long, env = "INGEST_DEADLINE_MS", default_value_t = 5000)]
+    pub deadline_ms: u64,
+    /// Retry-After seconds sent with a 503.
+    #[arg(long, env = "INGEST_RETRY_AFTER", default_value_t = 1)]
+    pub retry_after: u64,
+    /// Most messages in one batch POST.
+    #[arg(long, env = "INGEST_MAX_BATCH", default_value_t = 1000)]
+    pub max_batch: usize,
+    /// Largest message body, in bytes.
+    #[arg(long, env = "MAX_BODY_BYTES", default_value_t = pipeline_common::message::DEFAULT_MAX_BODY_BYTES)]
+    pub max_body_bytes: usize,
+    /// Largest request, in bytes (a batch of 1,000 small messages fits easily).
+    #[arg(long, env = "INGEST_MAX_REQUEST_BYTES", default_value_t = 8 << 20)]
+    pub max_request_bytes: usize,
+    /// Kafka producer linger, in milliseconds.
+    #[arg(long, env = "INGEST_LINGER_MS", default_value_t = 5)]
+    pub linger_ms: u64,
+    /// Kafka producer batch size, in bytes.
+    #[arg(long, env = "INGEST_BATCH_BYTES", default_value_t = 1 << 20)]
+    pub batch_bytes: usize,
+    /// Records the Kafka producer may hold before it pushes back on the ring.
+    #[arg(long, env = "INGEST_PRODUCER_QUEUE", default_value_t = 100_000)]
+    pub producer_queue: usize,
+    /// HTTP worker threads (0 = one per core).
+    #[arg(long, env = "INGEST_WORKERS", default_value_t = 0)]
+    pub workers: usize,
+}
+
+fn power_of_two(s: &str) -> Result<usize, String> {
+    let n: usize = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    if n.is_power_of_two() { Ok(n) } else { Err(format!("{n} is not a power of two")) }
+}
+
+impl IngestConfig {
+    pub fn deadline(&self) -> Duration {
+        Duration::from_millis(self.deadline_ms)
+    }
+}

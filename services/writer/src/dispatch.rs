@@ -52,14 +52,15 @@ pub struct Dispatcher {
 
 impl Dispatcher {
     pub fn new(cfg: &WriterConfig, stores: Vec<Arc<dyn Store>>, dlq: Dlq) -> Dispatcher {
-        let shared = Pool::new("shared", cfg.pool_shared);
+        // Created on first use, so per-store mode exports no idle `shared` pool.
+        let mut shared: Option<Pool> = None;
         let (mut sync, mut pooled) = (Vec::new(), Vec::new());
         for s in stores {
             if cfg.sync_stores.0.contains(&s.kind()) {
                 sync.push(s);
             } else {
                 let pool = match cfg.pool {
-                    PoolMode::Shared => shared.clone(),
+                    PoolMode::Shared => shared.get_or_insert_with(|| Pool::new("shared", cfg.pool_shared)).clone(),
                     PoolMode::PerStore => Pool::new(s.kind().name(), cfg.pool_spec(s.kind())),
                 };
                 pooled.push((s, pool));

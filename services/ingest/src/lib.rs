@@ -1,0 +1,11 @@
+//! The ingest service: HTTP → disruptor ring → Kafka.
+//!
+//! [`routes`] validates and answers; [`ring`] decouples the HTTP workers from the producer;
+//! [`kafka`] publishes and turns delivery reports into acknowledgements; [`startup`] wires it.
+
+pub mod config;
+pub mod kafka;
+pub mod ring;
+pub mod routes;
+pub mod startup;
+pub mod telemetry_mw;

@@ -1,0 +1,230 @@
+//! HTTP handlers. Every error is JSON `{"error": code, "detail": what and where}`; bad input is
+//! a 4xx and never touches the ring; a full ring or a silent Kafka is a 503 with Retry-After,
+//! answered at once or at the deadline, never later.
+
+use crate::config::{AckMode, IngestConfig};
+use crate::ring::{Entry, Ring};
+use actix_web::http::{header, StatusCode};
+use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
+use futures::StreamExt;
+use pipeline_common::message::{FieldError, Limits, Message, NewMessage};
+use pipeline_common::telemetry;
+use serde_json::{json, Value};
+use std::cell::RefCell;
+use std::fmt;
+use time::OffsetDateTime;
+use tokio::sync::oneshot;
+
+/// Per-request settings, shared by all workers.
+pub struct Settings {
+    pub cfg: IngestConfig,
+}
+
+/// Each HTTP worker's own ring producer handle (workers are single-threaded).
+pub struct WorkerRing(pub RefCell<Ring>);
+
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    detail: Value,
+    retry_after: Option<u64>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, detail: impl Into<Value>) -> Self {
+        ApiError { status, code, detail: detail.into(), retry_after: None }
+    }
+    fn unavailable(code: &'static str, detail: &str, retry_after: u64) -> Self {
+        ApiError { retry_after: Some(retry_after), ..Self::new(StatusCode::SERVICE_UNAVAILABLE, code, detail) }
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.detail)
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+    fn error_response(&self) -> HttpResponse {
+        let mut resp = HttpResponse::build(self.status);
+        if let Some(s) = self.retry_after {
+            resp.insert_header((header::RETRY_AFTER, s.to_string()));
+        }
+        resp.json(json!({ "error": self.code, "detail": self.detail }))
+    }
+}
+
+/// Checks the content type and reads the body up to the limit, without buffering past it.
+async fn read_json_body(req: &HttpRequest, mut payload: web::Payload, limit: usize) -> Result<web::BytesMut, ApiError> {
+    let ct = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let mime = ct.split(';').next().unwrap_or("").trim();
+    if !mime.eq_ignore_ascii_case("application/json") {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            format!("Content-Type must be application/json, got `{ct}`"),
+        ));
+    }
+    let too_large = || ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", format!("body over {limit} bytes"));
+    if req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok()).is_some_and(|n| n > limit) {
+        return Err(too_large());
+    }
+    let mut body = web::BytesMut::new();
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_body", e.to_string()))?;
+        if body.len() + chunk.len() > limit {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// Syntax errors are 400 with line and column; well-formed JSON of the wrong shape is 422.
+fn json_error(e: serde_json::Error) -> ApiError {
+    use serde_json::error::Category;
+    let detail = format!("{e}");
+    match e.classify() {
+        Category::Data => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_message", detail),
+        _ => ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "malformed_json",
+            json!({ "message": detail, "line": e.line(), "column": e.column() }),
+        ),
+    }
+}
+
+fn field_errors(index: Option<usize>, errors: &[FieldError]) -> Vec<Value> {
+    errors.iter().map(|e| json!({ "index": index, "field": e.field, "reason": e.reason })).collect()
+}
+
+fn limits(s: &Settings) -> Limits {
+    Limits { max_body_bytes: s.cfg.max_body_bytes }
+}
+
+fn entry(m: &Message, ack: Option<oneshot::Sender<Result<(), String>>>) -> Entry {
+    Entry { key: m.id.clone(), payload: m.to_json().into_bytes(), ack }
+}
+
+/// Waits for Kafka's delivery reports (in `--ack kafka` mode) within the deadline.
+async fn await_acks(s: &Settings, acks: Vec<oneshot::Receiver<Result<(), String>>>) -> Result<(), ApiError> {
+    let all = futures::future::join_all(acks);
+    match tokio::time::timeout(s.cfg.deadline(), all).await {
+        Err(_) => Err(ApiError::unavailable("deadline", "Kafka did not acknowledge within the deadline", s.cfg.retry_after)),
+        Ok(results) => {
+            for r in results {
+                match r {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => return Err(ApiError::unavailable("kafka_unavailable", &e, s.cfg.retry_after)),
+                    Err(_) => return Err(ApiError::unavailable("kafka_unavailable", "delivery report lost", s.cfg.retry_after)),
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Puts validated messages in the ring (all or none) and, in `--ack kafka` mode, waits for Kafka.
+async fn publish(s: &Settings, ring: &WorkerRing, msgs: &[Message]) -> Result<(), ApiError> {
+    let (mut entries, mut acks) = (Vec::with_capacity(msgs.len()), Vec::new());
+    for m in msgs {
+        let ack = (s.cfg.ack == AckMode::Kafka).then(|| {
+            let (tx, rx) = oneshot::channel();
+            acks.push(rx);
+            tx
+        });
+        entries.push(entry(m, ack));
+    }
+    let put = {
+        let mut r = ring.0.borrow_mut();
+        if entries.len() == 1 { r.try_put(entries.pop().expect("one")) } else { r.try_put_all(entries) }
+    };
+    put.map_err(|_| ApiError::unavailable("ring_full", "the ingest ring is full; retry later", s.cfg.retry_after))?;
+    await_acks(s, acks).await
+}
+
+pub async fn post_message(
+    req: HttpRequest,
+    body: web::Payload,
+    s: web::Data<Settings>,
+    ring: web::Data<WorkerRing>,
+) -> Result<HttpResponse, ApiError> {
+    let bytes = read_json_body(&req, body, s.cfg.max_request_bytes).await?;
+    let new: NewMessage = serde_json::from_slice(&bytes).map_err(json_error)?;
+    let msg = new.into_message(limits(&s), OffsetDateTime::now_utc()).map_err(|errs| {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_message", Value::Array(field_errors(None, &errs)))
+    })?;
+    publish(&s, &ring, std::slice::from_ref(&msg)).await?;
+    Ok(HttpResponse::Accepted().json(json!({ "id": msg.id })))
+}
+
+pub async fn post_batch(
+    req: HttpRequest,
+    body: web::Payload,
+    s: web::Data<Settings>,
+    ring: web::Data<WorkerRing>,
+) -> Result<HttpResponse, ApiError> {
+    let bytes = read_json_body(&req, body, s.cfg.max_request_bytes).await?;
+    let items: Vec<Value> = match serde_json::from_slice::<Value>(&bytes).map_err(json_error)? {
+        Value::Array(items) => items,
+        _ => return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_batch", "the body must be a JSON array")),
+    };
+    if items.is_empty() || items.len() > s.cfg.max_batch {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_batch",
+            format!("a batch holds 1 to {} messages, got {}", s.cfg.max_batch, items.len()),
+        ));
+    }
+    let now = OffsetDateTime::now_utc();
+    let (mut msgs, mut bad) = (Vec::with_capacity(items.len()), Vec::new());
+    for (i, item) in items.into_iter().enumerate() {
+        match serde_json::from_value::<NewMessage>(item) {
+            Err(e) => bad.push(json!({ "index": i, "field": null, "reason": e.to_string() })),
+            Ok(new) => match new.into_message(limits(&s), now) {
+                Ok(m) => msgs.push(m),
+                Err(errs) => bad.extend(field_errors(Some(i), &errs)),
+            },
+        }
+    }
+    if !bad.is_empty() {
+        return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_batch", Value::Array(bad)));
+    }
+    publish(&s, &ring, &msgs).await?;
+    Ok(HttpResponse::Accepted().json(json!({ "ids": msgs.iter().map(|m| &m.id).collect::<Vec<_>>() })))
+}
+
+pub async fn healthz() -> HttpResponse {
+    let boot = telemetry::boot();
+    HttpResponse::Ok().json(json!({
+        "status": "up",
+        "boot_id": boot.id,
+        "started_at": boot.started_at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
+    }))
+}
+
+pub async fn readyz(s: web::Data<Settings>) -> HttpResponse {
+    let kafka = s.cfg.kafka.clone();
+    let topic = kafka.topic.clone();
+    let found = tokio::task::spawn_blocking(move || pipeline_common::kafka::partition_count(&kafka, &topic)).await;
+    match found {
+        Ok(Ok(Some(n))) => HttpResponse::Ok().json(json!({ "status": "ready", "partitions": n })),
+        Ok(Ok(None)) => HttpResponse::ServiceUnavailable().json(json!({ "status": "not_ready", "detail": "topic missing" })),
+        Ok(Err(e)) => HttpResponse::ServiceUnavailable().json(json!({ "status": "not_ready", "detail": e.to_string() })),
+        Err(e) => HttpResponse::ServiceUnavailable().json(json!({ "status": "not_ready", "detail": e.to_string() })),
+    }
+}
+
+pub async fn metrics(handle: web::Data<metrics_exporter_prometheus::PrometheusHandle>) -> HttpResponse {
+    HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(handle.render())
+}
+
+/// Catch-all: unknown paths and methods get the same JSON error shape.
+pub async fn not_found(req: HttpRequest) -> HttpResponse {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", format!("no route for {} {}", req.method(), req.path())).error_response()
+}

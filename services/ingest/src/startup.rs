@@ -1,0 +1,77 @@
+//! Wiring: Kafka producer, ring, HTTP server; and the shutdown order that keeps every 202:
+//! stop accepting → finish in-flight requests → drain the ring → flush the producer.
+
+use crate::config::IngestConfig;
+use crate::kafka::Publisher;
+use crate::ring::Ring;
+use crate::routes::{self, Settings, WorkerRing};
+use actix_web::dev::Server;
+use actix_web::{middleware, web, App, HttpServer};
+use anyhow::Context;
+use pipeline_common::kafka::ensure_topic;
+use pipeline_common::telemetry;
+use std::cell::RefCell;
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+pub struct Application {
+    port: u16,
+    server: Server,
+    ring: Ring,
+    publisher: Publisher,
+}
+
+impl Application {
+    /// Creates the topic if missing, starts the ring and binds the listener (port 0 = any free
+    /// port, for tests). Serving starts with [`Application::run`].
+    pub async fn build(cfg: IngestConfig) -> anyhow::Result<Application> {
+        let handle = telemetry::metrics_handle();
+        ensure_topic(&cfg.kafka, &cfg.kafka.topic, cfg.kafka.partitions)
+            .await
+            .with_context(|| format!("creating topic {} on {}", cfg.kafka.topic, cfg.kafka.brokers))?;
+        let publisher = Publisher::new(&cfg).context("creating the Kafka producer")?;
+        let ring = Ring::start(cfg.ring_size, Duration::from_micros(cfg.ring_idle_sleep_us), publisher.clone());
+        let listener = TcpListener::bind(cfg.listen).with_context(|| format!("binding {}", cfg.listen))?;
+        let port = listener.local_addr()?.port();
+        let workers = if cfg.workers == 0 { std::thread::available_parallelism().map_or(2, |n| n.get()) } else { cfg.workers };
+        let shutdown_grace = cfg.deadline() + Duration::from_secs(1);
+        let settings = web::Data::new(Settings { cfg });
+        let worker_ring = ring.clone();
+        let server = HttpServer::new(move || {
+            App::new()
+                .wrap(middleware::from_fn(crate::telemetry_mw::record))
+                .app_data(settings.clone())
+                .app_data(web::Data::new(handle.clone()))
+                .app_data(web::Data::new(WorkerRing(RefCell::new(worker_ring.clone()))))
+                .route("/v1/messages", web::post().to(routes::post_message))
+                .route("/v1/messages/batch", web::post().to(routes::post_batch))
+                .route("/healthz", web::get().to(routes::healthz))
+                .route("/readyz", web::get().to(routes::readyz))
+                .route("/metrics", web::get().to(routes::metrics))
+                .default_service(web::to(routes::not_found))
+        })
+        .workers(workers)
+        .shutdown_timeout(shutdown_grace.as_secs())
+        .listen(listener)?
+        .run();
+        Ok(Application { port, server, ring, publisher })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Serves until SIGTERM/SIGINT (actix stops accepting and lets in-flight requests finish),
+    /// then drains the ring into the producer and flushes it.
+    pub async fn run(self) -> anyhow::Result<()> {
+        tracing::info!(port = self.port, boot_id = %telemetry::boot().id, "ingest listening");
+        self.server.await?;
+        let started = Instant::now();
+        // Dropping the last ring handle joins the ring's consumer after it drained every entry.
+        let ring = self.ring;
+        tokio::task::spawn_blocking(move || drop(ring)).await?;
+        self.publisher.flush(Duration::from_secs(30)).context("flushing the Kafka producer")?;
+        tracing::info!(drain_ms = started.elapsed().as_millis() as u64, "ring drained and producer flushed; bye");
+        Ok(())
+    }
+}

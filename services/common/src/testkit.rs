@@ -77,6 +77,7 @@ impl Namespace {
         stores.mongo.database = name.clone();
         kafka.topic = name.clone();
         kafka.group = format!("{name}_group");
+        crate::kafka::ensure_topic(&kafka, &kafka.topic, kafka.partitions).await.expect("create topic");
         Namespace { stores, kafka, name }
     }
 
@@ -87,5 +88,172 @@ impl Namespace {
             s.prepare().await.expect("prepare store");
         }
         all
+    }
+}
+
+/// Produces messages to the namespace's topic (acks=all, lz4), keyed by id, and waits for all
+/// delivery reports.
+pub async fn produce(kafka: &KafkaArgs, msgs: &[crate::Message]) {
+    produce_raw(kafka, &kafka.topic, msgs.iter().map(|m| (m.id.clone().into_bytes(), m.to_json().into_bytes()))).await
+}
+
+/// Produces raw key/payload pairs (for poison records) and waits for all delivery reports.
+pub async fn produce_raw(kafka: &KafkaArgs, topic: &str, records: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>) {
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    let producer: FutureProducer = crate::kafka::client_config(kafka)
+        .set("acks", "all")
+        .set("enable.idempotence", "true")
+        .set("compression.type", "lz4")
+        .set("linger.ms", "5")
+        .create()
+        .expect("producer");
+    let futs: Vec<_> = records
+        .into_iter()
+        .map(|(k, v)| {
+            let p = producer.clone();
+            let topic = topic.to_string();
+            async move {
+                p.send(FutureRecord::to(&topic).key(&k).payload(&v), std::time::Duration::from_secs(60))
+                    .await
+                    .map_err(|(e, _)| e)
+                    .expect("delivered")
+            }
+        })
+        .collect();
+    futures::future::join_all(futs).await;
+}
+
+/// `n` valid messages with ids `<tag>-<i>`.
+pub fn messages(n: usize, tag: &str) -> Vec<crate::Message> {
+    let now = time::OffsetDateTime::now_utc();
+    (0..n)
+        .map(|i| crate::Message {
+            id: format!("{tag}-{i:06}"),
+            sender: format!("user-{}", i % 97),
+            recipient: format!("user-{}", i % 89),
+            body: format!("message {i} of {n}: {}", "lorem ipsum ".repeat(8)),
+            sent_at: now,
+        })
+        .collect()
+}
+
+/// Polls every store until each holds `n` messages (or the timeout passes) and returns the
+/// last counts, in store order.
+pub async fn wait_for_counts(stores: &[Arc<dyn Store>], n: u64, timeout: std::time::Duration) -> Vec<(StoreKind, u64)> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let mut counts = Vec::new();
+        for s in stores {
+            counts.push((s.kind(), s.count().await.unwrap_or(u64::MAX)));
+        }
+        if counts.iter().all(|(_, c)| *c == n) || std::time::Instant::now() > deadline {
+            return counts;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+}
+
+/// Asserts that every store holds exactly `expected` ids (as sets, and no id twice), and that
+/// MySQL rows sit in their shard tables.
+pub async fn assert_exact_ids(stores: &[Arc<dyn Store>], expected: &[String]) {
+    let mut want: Vec<&String> = expected.iter().collect();
+    want.sort();
+    for s in stores {
+        let got = s.ids().await.expect("ids");
+        for sid in &got {
+            if let Some(place) = &sid.place {
+                assert_eq!(*place, crate::message::shard_table(crate::message::shard_of(&sid.id)), "{} in wrong table", sid.id);
+            }
+        }
+        let mut ids: Vec<&String> = got.iter().map(|s| &s.id).collect();
+        ids.sort();
+        let missing = want.iter().filter(|w| ids.binary_search(w).is_err()).count();
+        let dup = ids.windows(2).filter(|w| w[0] == w[1]).count();
+        assert!(
+            missing == 0 && dup == 0 && ids.len() == want.len(),
+            "{}: {} ids, want {}, {missing} missing, {dup} duplicated",
+            s.kind(),
+            ids.len(),
+            want.len()
+        );
+    }
+}
+
+/// A child process killed (SIGKILL) when dropped, so a failing test leaves nothing running.
+pub struct Child(pub std::process::Child);
+
+impl Child {
+    pub fn pid(&self) -> i32 {
+        self.0.id() as i32
+    }
+    /// Sends a signal (e.g. `libc`-free: "TERM", "KILL", "STOP", "CONT") with the kill command.
+    pub fn signal(&self, sig: &str) {
+        let ok = std::process::Command::new("kill").arg(format!("-{sig}")).arg(self.pid().to_string()).status();
+        assert!(ok.map(|s| s.success()).unwrap_or(false), "kill -{sig} {}", self.pid());
+    }
+    /// Waits for the process to exit, up to `timeout`; returns its exit status.
+    pub fn wait_exit(&mut self, timeout: std::time::Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + timeout;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(st)) = self.0.try_wait() {
+                return Some(st);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A free TCP port on loopback (bound and released; good enough for tests).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+/// Path of a workspace binary (`ingest`, `writer`, `reconcile`), built by `cargo test --workspace`.
+pub fn bin_path(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target/<profile>");
+    let p = dir.join(name);
+    assert!(p.exists(), "{} not built: run `cargo build --workspace` (or `cargo test --workspace`)", p.display());
+    p
+}
+
+/// The environment that points a service at this namespace.
+impl Namespace {
+    pub fn env(&self) -> Vec<(String, String)> {
+        let s = &self.stores;
+        [
+            ("KAFKA_BROKERS", self.kafka.brokers.clone()),
+            ("KAFKA_TOPIC", self.kafka.topic.clone()),
+            ("KAFKA_GROUP", self.kafka.group.clone()),
+            ("KAFKA_PARTITIONS", self.kafka.partitions.to_string()),
+            ("MYSQL_URL", s.mysql.url.clone()),
+            ("REDIS_URL", s.redis.url.clone()),
+            ("ES_URL", s.es.url.clone()),
+            ("ES_INDEX", s.es.index.clone()),
+            ("MONGO_URL", s.mongo.url.clone()),
+            ("MONGO_DB", s.mongo.database.clone()),
+            ("MONGO_COLLECTION", s.mongo.collection.clone()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+
+    /// Starts a workspace binary with this namespace's environment and extra arguments.
+    pub fn spawn(&self, bin: &str, args: &[&str], extra_env: &[(&str, String)]) -> Child {
+        let mut cmd = std::process::Command::new(bin_path(bin));
+        cmd.args(args).envs(self.env()).env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()));
+        for (k, v) in extra_env {
+            cmd.env(k, v);
+        }
+        Child(cmd.spawn().unwrap_or_else(|e| panic!("spawn {bin}: {e}")))
     }
 }

@@ -1,0 +1,251 @@
+//! Black-box tests of the writer binary against the real MariaDB, Redis, tansu, nx-27017 and
+//! OpenSearch: what is produced to the topic ends up exactly once in every store, whatever the
+//! write policy, across redelivery, a SIGKILL, a store outage and a poison record.
+
+use pipeline_common::kafka::group_lag;
+use pipeline_common::stores::Store;
+use pipeline_common::testkit::{
+    assert_exact_ids, exclusive, free_port, messages, produce, produce_raw, wait_for_counts, Child, Namespace,
+};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const DRAIN: Duration = Duration::from_secs(240);
+
+struct Run {
+    ns: Namespace,
+    stores: Vec<Arc<dyn Store>>,
+    metrics_port: u16,
+}
+
+impl Run {
+    async fn new(label: &str) -> Run {
+        let ns = Namespace::new(label).await;
+        let stores = ns.stores().await;
+        Run { ns, stores, metrics_port: free_port() }
+    }
+
+    fn writer(&self, args: &[&str]) -> Child {
+        self.ns.spawn("writer", args, &[("WRITER_METRICS_ADDR", format!("127.0.0.1:{}", self.metrics_port))])
+    }
+
+    /// Produces `n` messages tagged `tag` and returns their ids.
+    async fn produce(&self, n: usize, tag: &str) -> Vec<String> {
+        let msgs = messages(n, tag);
+        produce(&self.ns.kafka, &msgs).await;
+        msgs.into_iter().map(|m| m.id).collect()
+    }
+
+    async fn assert_stored(&self, ids: &[String]) {
+        let counts = wait_for_counts(&self.stores, ids.len() as u64, DRAIN).await;
+        assert!(counts.iter().all(|(_, c)| *c == ids.len() as u64), "counts {counts:?}, want {}", ids.len());
+        assert_exact_ids(&self.stores, ids).await;
+    }
+
+    /// Sum of committed offsets and of high watermarks over the topic's partitions.
+    async fn committed_and_high(&self) -> (i64, i64) {
+        let k = self.ns.kafka.clone();
+        let lag = tokio::task::spawn_blocking(move || group_lag(&k, &k.group, &k.topic)).await.unwrap().unwrap();
+        (lag.iter().map(|p| p.committed).sum(), lag.iter().map(|p| p.high).sum())
+    }
+
+    async fn wait_committed(&self, want: i64) {
+        let deadline = Instant::now() + DRAIN;
+        loop {
+            let (c, _) = self.committed_and_high().await;
+            if c == want {
+                return;
+            }
+            assert!(Instant::now() < deadline, "committed {c}, want {want}");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    async fn metric(&self, name_and_labels: &str) -> f64 {
+        let body = reqwest::get(format!("http://127.0.0.1:{}/metrics", self.metrics_port)).await.unwrap().text().await.unwrap();
+        body.lines()
+            .filter(|l| l.starts_with(name_and_labels))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+}
+
+/// 20,000 records through one write policy; `check` looks at the metrics before the stop.
+async fn policy_run(label: &str, args: &[&str], check: &[(&str, f64)]) {
+    let _g = exclusive();
+    let run = Run::new(label).await;
+    let ids = run.produce(20_000, label).await;
+    let mut w = run.writer(args);
+    run.assert_stored(&ids).await;
+    run.wait_committed(20_000).await;
+    for (metric, at_least) in check {
+        let v = run.metric(metric).await;
+        assert!(v >= *at_least, "{metric} = {v}, want >= {at_least}");
+    }
+    w.signal("TERM");
+    let st = w.wait_exit(Duration::from_secs(30)).expect("writer exits on SIGTERM");
+    assert!(st.success(), "clean exit, got {st:?}");
+}
+
+#[tokio::test]
+async fn seed_c_mysql_sync_per_store_pools() {
+    policy_run("c_per", &["--sync-stores", "mysql", "--pool", "per-store"], &[]).await;
+}
+
+#[tokio::test]
+async fn seed_c_mysql_sync_shared_pool() {
+    policy_run("c_sh", &["--sync-stores", "mysql", "--pool", "shared"], &[]).await;
+}
+
+#[tokio::test]
+async fn seed_a_es_sync_shared_pool() {
+    policy_run("a_sh", &["--sync-stores", "es", "--pool", "shared"], &[]).await;
+}
+
+#[tokio::test]
+async fn seed_a_es_sync_per_store_pools() {
+    policy_run("a_per", &["--sync-stores", "es", "--pool", "per-store"], &[]).await;
+}
+
+#[tokio::test]
+async fn seed_b_all_async_shared_pool() {
+    policy_run("b_sh", &["--sync-stores", "none", "--pool", "shared"], &[("writer_pool_completed_total{pool=\"shared\"}", 1.0)]).await;
+}
+
+#[tokio::test]
+async fn seed_b_all_async_per_store_reject_policy() {
+    // Tiny pools with the `reject` policy: rejections happen, and nothing is lost to them.
+    policy_run(
+        "b_rej",
+        &["--sync-stores", "none", "--pool-mysql", "1/1/1/reject", "--pool-redis", "1/1/1/reject", "--pool-es", "1/1/1/reject", "--pool-mongo", "1/1/1/reject"],
+        &[("writer_pool_rejected_total", 1.0), ("writer_pool_completed_total{pool=\"mysql\"}", 1.0)],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn all_sync() {
+    policy_run("all", &["--sync-stores", "all"], &[]).await;
+}
+
+#[tokio::test]
+async fn redelivery_leaves_one_copy() {
+    let _g = exclusive();
+    let run = Run::new("redeliver").await;
+    let ids = run.produce(5_000, "rd").await;
+    let mut w = run.writer(&[]);
+    run.assert_stored(&ids).await;
+    run.wait_committed(5_000).await;
+    w.signal("TERM");
+    w.wait_exit(Duration::from_secs(30)).expect("exit");
+    // Rewind the group to the start: every record is delivered again.
+    let k = run.ns.kafka.clone();
+    tokio::task::spawn_blocking(move || rewind(&k)).await.unwrap();
+    assert_eq!(run.committed_and_high().await.0, 0);
+    let _w = run.writer(&[]);
+    run.wait_committed(5_000).await;
+    run.assert_stored(&ids).await;
+}
+
+/// Commits offset 0 on every partition for the namespace's group (no member is running).
+fn rewind(k: &pipeline_common::config::KafkaArgs) {
+    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+    let c: BaseConsumer = pipeline_common::kafka::client_config(k).set("group.id", &k.group).create().unwrap();
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    for p in 0..k.partitions {
+        tpl.add_partition_offset(&k.topic, p, rdkafka::Offset::Offset(0)).unwrap();
+    }
+    c.commit(&tpl, CommitMode::Sync).unwrap();
+}
+
+#[tokio::test]
+async fn sigkill_mid_run_loses_and_duplicates_nothing() {
+    let _g = exclusive();
+    let run = Run::new("crash").await;
+    let ids = run.produce(50_000, "cr").await;
+    let mut w = run.writer(&[]);
+    // Let it get well into the run, then kill it without warning.
+    let deadline = Instant::now() + DRAIN;
+    while run.stores[0].count().await.unwrap() < 10_000 {
+        assert!(Instant::now() < deadline, "no progress before the kill");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    w.signal("KILL");
+    w.wait_exit(Duration::from_secs(10)).expect("killed");
+    let (committed, _) = run.committed_and_high().await;
+    assert!(committed < 50_000, "killed mid-run (committed {committed})");
+    let _w2 = run.writer(&[]);
+    run.assert_stored(&ids).await;
+    run.wait_committed(50_000).await;
+}
+
+#[tokio::test]
+async fn a_store_outage_holds_commits_and_recovers() {
+    let _g = exclusive();
+    let mut run = Run::new("outage").await;
+    // A private Redis that this test may stop: append-only with fsync always, so a graceful
+    // stop and restart keeps every key.
+    let port = free_port();
+    let dir = std::env::temp_dir().join(&run.ns.name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let redis = |dir: &std::path::Path| {
+        Child(
+            std::process::Command::new("redis-server")
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--appendonly", "yes", "--appendfsync", "always", "--save", ""])
+                .arg("--dir")
+                .arg(dir)
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("redis-server"),
+        )
+    };
+    let mut r = redis(&dir);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    run.ns.stores.redis.url = format!("redis://127.0.0.1:{port}/0");
+    run.stores = run.ns.stores().await;
+    let mut ids = run.produce(2_000, "before").await;
+    let _w = run.writer(&[]);
+    run.assert_stored(&ids).await;
+    run.wait_committed(2_000).await;
+
+    r.signal("TERM");
+    r.wait_exit(Duration::from_secs(10)).expect("redis stopped");
+    ids.extend(run.produce(3_000, "during").await);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(run.committed_and_high().await.0, 2_000, "nothing committed past records Redis does not hold");
+    assert!(run.metric("writer_store_errors_total{store=\"redis\"").await > 0.0, "the outage shows in metrics");
+    assert!(run.metric("writer_store_retries_total{store=\"redis\"}").await > 0.0);
+
+    let _r2 = redis(&dir);
+    run.assert_stored(&ids).await;
+    run.wait_committed(5_000).await;
+}
+
+#[tokio::test]
+async fn a_poison_record_is_dead_lettered_and_does_not_block() {
+    let _g = exclusive();
+    let run = Run::new("poison").await;
+    pipeline_common::kafka::ensure_topic(&run.ns.kafka, &run.ns.kafka.topic, 4).await.unwrap();
+    let dlq = format!("{}.dlq", run.ns.name);
+    let mut ids = run.produce(100, "p1").await;
+    produce_raw(&run.ns.kafka, &run.ns.kafka.topic, [(b"bad".to_vec(), b"{not json".to_vec())]).await;
+    ids.extend(run.produce(100, "p2").await);
+    let _w = run.writer(&["--dlq-topic", &dlq]);
+    run.assert_stored(&ids).await;
+    run.wait_committed(201).await;
+    assert_eq!(run.metric("writer_dlq_total").await, 1.0);
+    // The dead letter is on its topic, with the reason in the `error` header.
+    use rdkafka::consumer::{Consumer, StreamConsumer};
+    use rdkafka::message::Headers;
+    use rdkafka::Message as _;
+    let c: StreamConsumer = pipeline_common::kafka::client_config(&run.ns.kafka)
+        .set("group.id", format!("{dlq}-reader"))
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .unwrap();
+    c.subscribe(&[&dlq]).unwrap();
+    let m = tokio::time::timeout(Duration::from_secs(30), c.recv()).await.expect("a dead letter").unwrap();
+    assert_eq!(m.payload(), Some(&b"{not json"[..]));
+    let h = m.headers().expect("headers").iter().find(|h| h.key == "error").expect("error header");
+    assert!(String::from_utf8_lossy(h.value.unwrap()).contains("decode"));
+}

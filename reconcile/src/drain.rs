@@ -1,0 +1,104 @@
+//! Waiting for the pipeline to drain before anything is counted or reset.
+//!
+//! Drained means: the writers' group has committed every partition up to its high watermark
+//! (so every produced record is in all four stores: the writer commits only after that), and the
+//! store counts did not move between two consecutive polls. Counting earlier is how the seed
+//! once reset stores that late writes then filled again.
+
+use indicatif::{ProgressBar, ProgressStyle};
+use pipeline_common::config::KafkaArgs;
+use pipeline_common::kafka::{group_lag, PartitionLag};
+use pipeline_common::stores::{Store, StoreKind};
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Store counts in [`StoreKind::ALL`] order.
+pub type Counts = Vec<(StoreKind, u64)>;
+
+pub async fn count_all(stores: &[Arc<dyn Store>]) -> anyhow::Result<Counts> {
+    let mut out = Vec::with_capacity(stores.len());
+    for s in stores {
+        out.push((s.kind(), s.count().await?));
+    }
+    Ok(out)
+}
+
+pub async fn lag(kafka: &KafkaArgs) -> anyhow::Result<Vec<PartitionLag>> {
+    let k = kafka.clone();
+    Ok(tokio::task::spawn_blocking(move || group_lag(&k, &k.group, &k.topic)).await??)
+}
+
+/// Why the wait ended without a drain.
+#[derive(Debug)]
+pub struct NotDrained {
+    pub lagging: Vec<PartitionLag>,
+    pub counts: Counts,
+}
+
+/// Progress: a spinner on a terminal, plain lines (every 5 s) otherwise.
+struct Progress {
+    bar: Option<ProgressBar>,
+    last_line: Instant,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let b = ProgressBar::new_spinner();
+            b.set_style(ProgressStyle::with_template("{spinner} {elapsed} {msg}").expect("static template"));
+            b.enable_steady_tick(Duration::from_millis(200));
+            b
+        });
+        Progress { bar, last_line: Instant::now() - Duration::from_secs(10) }
+    }
+
+    fn show(&mut self, lag: &[PartitionLag], counts: &Counts) {
+        let total: i64 = lag.iter().map(|p| p.lag()).sum();
+        let c: Vec<String> = counts.iter().map(|(k, n)| format!("{k}={n}")).collect();
+        let msg = format!("waiting for drain: lag {total} ({} partitions) · {}", lag.len(), c.join(" "));
+        match &self.bar {
+            Some(b) => b.set_message(msg),
+            None if self.last_line.elapsed() >= Duration::from_secs(5) => {
+                eprintln!("{msg}");
+                self.last_line = Instant::now();
+            }
+            None => {}
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// Polls lag and counts every `interval` until the pipeline is drained or `timeout` passes.
+pub async fn wait(
+    kafka: &KafkaArgs,
+    stores: &[Arc<dyn Store>],
+    timeout: Duration,
+    interval: Duration,
+) -> anyhow::Result<Result<Counts, NotDrained>> {
+    let deadline = Instant::now() + timeout;
+    let mut progress = Progress::new();
+    let mut previous: Option<Counts> = None;
+    loop {
+        let lag = lag(kafka).await?;
+        let counts = count_all(stores).await?;
+        progress.show(&lag, &counts);
+        let caught_up = lag.iter().all(|p| p.lag() == 0);
+        if caught_up && previous.as_ref() == Some(&counts) {
+            progress.finish();
+            return Ok(Ok(counts));
+        }
+        if Instant::now() >= deadline {
+            progress.finish();
+            let lagging = lag.into_iter().filter(|p| p.lag() > 0).collect();
+            return Ok(Err(NotDrained { lagging, counts }));
+        }
+        previous = Some(counts);
+        tokio::time::sleep(interval).await;
+    }
+}

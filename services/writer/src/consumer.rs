@@ -9,6 +9,8 @@ use metrics::{counter, gauge};
 use pipeline_common::kafka::client_config;
 use pipeline_common::message::{Limits, Message};
 use rdkafka::consumer::{BaseConsumer, CommitMode as KafkaCommit, Consumer, ConsumerContext, Rebalance, StreamConsumer};
+use rdkafka::error::KafkaResult;
+use rdkafka::message::BorrowedMessage;
 use rdkafka::{ClientContext, Message as _, Offset, TopicPartitionList};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -102,11 +104,15 @@ impl BatchConsumer {
                 self.complete(batch);
             }
             self.commit_ready(KafkaCommit::Async);
-            let records = tokio::select! {
+            // Only the wait for the first record races with completions and the stop signal:
+            // `recv()` is cancel-safe, but a half-collected batch is not (dropping it would lose
+            // records whose offsets a later batch then commits).
+            let first = tokio::select! {
                 _ = stop.cancelled() => break,
                 Some(batch) = done_rx.recv() => { self.complete(batch); continue; }
-                r = self.pull() => r,
+                r = self.consumer.recv() => r,
             };
+            let records = self.fill(first).await;
             if records.is_empty() {
                 continue;
             }
@@ -135,30 +141,32 @@ impl BatchConsumer {
         commit(&self.consumer, &self.cfg.kafka.topic, offsets, mode);
     }
 
-    /// One batch: waits for a first record, then takes what arrives within `batch_wait`, up to
-    /// `batch_max`. Records are copied out of librdkafka's buffers (partition, offset, payload).
-    async fn pull(&self) -> Vec<(i32, i64, Vec<u8>)> {
+    /// One batch: the first record, then what arrives within `batch_wait`, up to `batch_max`.
+    /// Records are copied out of librdkafka's buffers (partition, offset, payload).
+    async fn fill(&self, first: KafkaResult<BorrowedMessage<'_>>) -> Vec<(i32, i64, Vec<u8>)> {
         let mut out = Vec::new();
-        let first = match self.consumer.recv().await {
-            Ok(m) => m,
+        match first {
+            Ok(m) => self.take(&m, &mut out),
             Err(e) => {
                 tracing::warn!(error = %e, "consume error");
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 return out;
             }
-        };
-        out.push((first.partition(), first.offset(), first.payload().unwrap_or_default().to_vec()));
-        drop(first);
+        }
         let deadline = Instant::now() + self.cfg.batch_wait();
         while out.len() < self.cfg.batch_max {
             let left = deadline.saturating_duration_since(Instant::now());
             match tokio::time::timeout(left, self.consumer.recv()).await {
-                Ok(Ok(m)) => out.push((m.partition(), m.offset(), m.payload().unwrap_or_default().to_vec())),
+                Ok(Ok(m)) => self.take(&m, &mut out),
                 Ok(Err(e)) => tracing::warn!(error = %e, "consume error"),
                 Err(_) => break,
             }
         }
         out
+    }
+
+    fn take(&self, m: &BorrowedMessage<'_>, out: &mut Vec<(i32, i64, Vec<u8>)>) {
+        out.push((m.partition(), m.offset(), m.payload().unwrap_or_default().to_vec()));
     }
 
     async fn handle(&self, batch: u64, records: Vec<(i32, i64, Vec<u8>)>, limits: Limits, done: &mpsc::UnboundedSender<u64>) {

@@ -1,0 +1,105 @@
+// What every script shares: the measured metrics (warm-up excluded), the boot-id check, the
+// thresholds, and the JSON summary that `reconcile count --expect-from` reads.
+import http from 'k6/http';
+import { Counter, Rate, Trend } from 'k6/metrics';
+import exec from 'k6/execution';
+
+export const BASE = __ENV.INGEST_URL || 'http://127.0.0.1:8080';
+export const OUT = __ENV.SUMMARY_FILE || 'k6/out/summary.json';
+
+// All 202'd messages, warm-up included: this is N, what the stores must hold.
+export const accepted = new Counter('accepted_messages');
+// Measured phase only.
+export const measuredRequests = new Counter('measured_requests');
+export const measuredErrors = new Rate('measured_errors');
+export const measuredLatency = new Trend('measured_latency', true);
+export const bootChanged = new Counter('boot_id_changed');
+const statusCounters = {};
+for (const s of ['0', '400', '404', '413', '415', '422', '500', '502', '503', '504']) {
+  statusCounters[s] = new Counter(`status_${s}`);
+}
+const otherStatus = new Counter('status_other');
+
+export const thresholds = {
+  measured_errors: ['rate<0.001'],
+  boot_id_changed: ['count==0'],
+};
+
+export function bootId() {
+  const r = http.get(`${BASE}/healthz`, { tags: { name: 'healthz' } });
+  if (r.status !== 200) throw new Error(`ingest not answering at ${BASE}/healthz: ${r.status} ${r.error}`);
+  return r.json('boot_id');
+}
+
+export function setupRun() {
+  return { boot_id: bootId(), started: new Date().toISOString() };
+}
+
+export function teardownRun(data) {
+  if (bootId() !== data.boot_id) bootChanged.add(1);
+}
+
+/** Records one response carrying `n` messages. */
+export function record(res, n) {
+  const measured = !exec.scenario.name.startsWith('warmup');
+  const ok = res.status === 202;
+  if (ok) accepted.add(n);
+  if (!measured) return;
+  measuredRequests.add(1);
+  measuredErrors.add(!ok);
+  measuredLatency.add(res.timings.duration);
+  if (!ok) (statusCounters[String(res.status)] || otherStatus).add(1);
+}
+
+function durationSeconds(d) {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(d);
+  if (!m) throw new Error(`DURATION ${d} is not like 60s, 2m`);
+  return parseFloat(m[1]) * { ms: 0.001, s: 1, m: 60, h: 3600 }[m[2]];
+}
+
+function val(data, name, field) {
+  const m = data.metrics[name];
+  return m ? m.values[field] : 0;
+}
+
+export function summarize(data) {
+  // k6's own counter rate divides by the whole run (warm-up included); the measured phase is DURATION.
+  const seconds = durationSeconds(__ENV.DURATION || '60s');
+  const requests = val(data, 'measured_requests', 'count');
+  const non202 = {};
+  for (const k of Object.keys(data.metrics)) {
+    if (k.startsWith('status_') && val(data, k, 'count') > 0) non202[k.slice(7)] = val(data, k, 'count');
+  }
+  const lat = (p) => val(data, 'measured_latency', p);
+  const errorRate = val(data, 'measured_errors', 'rate');
+  const verdicts = [];
+  if (errorRate > 0.001) verdicts.push(`error rate ${(errorRate * 100).toFixed(3)} % is over 0.1 %`);
+  if (val(data, 'boot_id_changed', 'count') > 0) verdicts.push('the ingest restarted during the run (boot_id changed)');
+  // The seed's "hit the air": a dead app answers errors fast, which looks like great throughput.
+  if (lat('med') < 0.3 && Object.keys(non202).length > 0) {
+    verdicts.push(`implausible: median latency ${lat('med').toFixed(3)} ms with non-202 responses: you measured errors, not the pipeline`);
+  }
+  const summary = {
+    script: __ENV.SCRIPT || '',
+    base_url: BASE,
+    boot_id_start: data.setup_data ? data.setup_data.boot_id : null,
+    boot_id_changed: val(data, 'boot_id_changed', 'count') > 0,
+    accepted: val(data, 'accepted_messages', 'count'),
+    measured: {
+      requests,
+      non_202: non202,
+      error_rate: errorRate,
+      seconds,
+      rate_per_s: requests / seconds,
+      messages_per_s: (requests / seconds) * (parseInt(__ENV.BATCH || '1', 10)),
+      latency_ms: { p50: lat('med'), p90: lat('p(90)'), p95: lat('p(95)'), p99: lat('p(99)'), max: lat('max') },
+      dropped_iterations: val(data, 'dropped_iterations', 'count'),
+    },
+    verdicts,
+    ok: verdicts.length === 0,
+  };
+  const line = `accepted=${summary.accepted} measured: ${requests} requests, ${summary.measured.rate_per_s.toFixed(1)}/s, ` +
+    `p50 ${lat('med').toFixed(2)} ms, p99 ${lat('p(99)').toFixed(2)} ms, non-202 ${JSON.stringify(non202)}` +
+    (verdicts.length ? `\nFAILED: ${verdicts.join('; ')}` : '\nOK') + `\nsummary: ${OUT}\n`;
+  return { [OUT]: JSON.stringify(summary, null, 2), stdout: line };
+}

@@ -81,10 +81,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             (Some(n), _) => Some(*n),
             (None, Some(f)) => match expect::from_file(f) {
                 Ok(n) => Some(n),
-                Err(e) => {
-                    eprintln!("reconcile: {e:#}");
-                    return Ok(BAD_INPUT);
-                }
+                Err(e) => return Ok(bad_input(&e, cli.json)),
             },
             (None, None) => None,
         },
@@ -93,10 +90,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
     if let Cmd::Diff { ids } = &cli.cmd {
         let wanted = match ids.as_ref().map(|f| expect::ids_from_file(f)).transpose() {
             Ok(w) => w,
-            Err(e) => {
-                eprintln!("reconcile: {e:#}");
-                return Ok(BAD_INPUT);
-            }
+            Err(e) => return Ok(bad_input(&e, cli.json)),
         };
         let report = diff::diff(&stores, wanted).await?;
         report.print(cli.json);
@@ -111,6 +105,15 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Cmd::Reset => reset(&stores, cli.json).await,
         Cmd::Diff { .. } => unreachable!("handled above"),
     }
+}
+
+fn bad_input(e: &anyhow::Error, as_json: bool) -> u8 {
+    if as_json {
+        println!("{}", json!({ "error": "bad_input", "detail": format!("{e:#}") }));
+    } else {
+        eprintln!("reconcile: {e:#}");
+    }
+    BAD_INPUT
 }
 
 /// Waits for drain; on timeout prints which partitions lag and returns the exit code.

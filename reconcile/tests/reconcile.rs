@@ -1,0 +1,151 @@
+//! reconcile against the real stores (seeded gaps it must report exactly), and the whole
+//! pipeline end to end: k6 → ingest → tansu → writer → four stores → reconcile.
+
+use pipeline_common::message::{shard_of, shard_table};
+use pipeline_common::stores::StoreKind;
+use pipeline_common::testkit::{exclusive, free_port, messages, Child, Namespace};
+use serde_json::Value;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Runs `reconcile ARGS --json` in the namespace; returns (exit code, parsed stdout).
+fn reconcile(ns: &Namespace, args: &[&str]) -> (i32, Value) {
+    let out = Command::new(pipeline_common::testkit::bin_path("reconcile"))
+        .args(args)
+        .arg("--json")
+        .args(["--drain-timeout", "60"])
+        .envs(ns.env())
+        .output()
+        .expect("run reconcile");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout} / {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code().expect("exit code"), json)
+}
+
+fn count_of(report: &Value, store: &str) -> u64 {
+    report["stores"].as_array().unwrap().iter().find(|s| s["store"] == store).unwrap()["count"].as_u64().unwrap()
+}
+
+#[tokio::test]
+async fn seeded_gaps_are_reported_exactly_and_reset_empties_everything() {
+    let _g = exclusive();
+    let ns = Namespace::new("recon").await;
+    let stores = ns.stores().await;
+    let batch = messages(100, "g");
+    for s in &stores {
+        let part = if s.kind() == StoreKind::Es { &batch[..99] } else { &batch[..] };
+        s.write(part).await.unwrap();
+    }
+    // An extra Redis key nobody injected.
+    let extra = messages(1, "extra");
+    stores.iter().find(|s| s.kind() == StoreKind::Redis).unwrap().write(&extra).await.unwrap();
+    // One id copied into a second, wrong, shard table.
+    let dup = &batch[0];
+    let wrong = shard_table((shard_of(&dup.id) + 1) % 16);
+    let pool = sqlx::mysql::MySqlPoolOptions::new().connect(&ns.stores.mysql.url).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO {wrong} (id, sender, recipient, body, sent_at) SELECT id, sender, recipient, body, sent_at FROM {} WHERE id = ?",
+        shard_table(shard_of(&dup.id))
+    )))
+    .bind(&dup.id)
+    .execute(&pool)
+    .await
+    .unwrap();
+
+    let (code, report) = reconcile(&ns, &["count", "--expect", "100"]);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(report["ok"], false);
+    assert_eq!(
+        [count_of(&report, "mysql"), count_of(&report, "redis"), count_of(&report, "es"), count_of(&report, "mongo")],
+        [101, 101, 99, 100]
+    );
+
+    let ids = std::env::temp_dir().join(format!("{}.ids", ns.name));
+    std::fs::write(&ids, batch.iter().map(|m| format!("{}\n", m.id)).collect::<String>()).unwrap();
+    let (code, diff) = reconcile(&ns, &["diff", "--ids", ids.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    let classes = diff["classes"].as_object().unwrap();
+    let nonzero: Vec<(&str, u64)> = classes
+        .iter()
+        .map(|(k, v)| (k.as_str(), v["total"].as_u64().unwrap()))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    assert_eq!(
+        nonzero,
+        [("duplicated (mysql)", 1), ("extra in redis", 1), ("missing from es", 1), ("wrong shard (mysql)", 1)],
+        "{diff}"
+    );
+    assert_eq!(classes["missing from es"]["examples"][0], batch[99].id.as_str());
+    assert_eq!(classes["extra in redis"]["examples"][0], extra[0].id.as_str());
+    assert_eq!(classes["duplicated (mysql)"]["examples"][0], dup.id.as_str());
+    assert_eq!(classes["wrong shard (mysql)"]["examples"][0], format!("{} in {wrong}", dup.id).as_str());
+
+    let (code, reset) = reconcile(&ns, &["reset"]);
+    assert_eq!(code, 0, "{reset}");
+    let (code, report) = reconcile(&ns, &["count", "--expect", "0"]);
+    assert_eq!(code, 0, "{report}");
+    let (code, _) = reconcile(&ns, &["count", "--expect-from", "/nonexistent/summary.json"]);
+    assert_eq!(code, 2, "bad input has its own exit code");
+}
+
+/// The k6 binary: `K6_BIN`, else the stack's venv.
+fn k6_bin() -> String {
+    if let Ok(p) = std::env::var("K6_BIN") {
+        return p;
+    }
+    let cache = std::env::var("PIPELINE_CACHE").unwrap_or_else(|_| format!("{}/.cache/pipeline", std::env::var("HOME").unwrap()));
+    std::fs::read_dir(&cache)
+        .ok()
+        .and_then(|d| d.flatten().map(|e| e.path().join("bin/k6")).find(|p| p.exists()))
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|| panic!("k6 not found: set K6_BIN or run scripts/stack up (installs it under {cache})"))
+}
+
+async fn wait_ready(url: &str, child: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(r) = reqwest::get(url).await {
+            if r.status().is_success() {
+                return;
+            }
+        }
+        assert!(child.0.try_wait().unwrap().is_none(), "service exited before {url} answered");
+        assert!(Instant::now() < deadline, "{url} not ready in 60 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn end_to_end_k6_closed_loop_reconciles() {
+    let _g = exclusive();
+    let ns = Namespace::new("e2e").await;
+    let (ingest_port, metrics_port) = (free_port(), free_port());
+    let mut writer = ns.spawn("writer", &[], &[("WRITER_METRICS_ADDR", format!("127.0.0.1:{metrics_port}"))]);
+    let mut ingest = ns.spawn("ingest", &[], &[("INGEST_LISTEN", format!("127.0.0.1:{ingest_port}"))]);
+    wait_ready(&format!("http://127.0.0.1:{ingest_port}/readyz"), &mut ingest).await;
+    wait_ready(&format!("http://127.0.0.1:{metrics_port}/healthz"), &mut writer).await;
+
+    let summary = std::env::temp_dir().join(format!("{}.summary.json", ns.name));
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let k6 = Command::new(k6_bin())
+        .current_dir(root)
+        .args(["run", "-q", "k6/closed-loop.js"])
+        .env("INGEST_URL", format!("http://127.0.0.1:{ingest_port}"))
+        .env("SUMMARY_FILE", &summary)
+        .env("VUS", "20")
+        .env("DURATION", "10s")
+        .env("WARMUP_ROUNDS", "1")
+        .env("WARMUP", "3s")
+        .env("K6_NO_USAGE_REPORT", "true")
+        .output()
+        .expect("run k6");
+    assert!(k6.status.success(), "k6 failed: {}{}", String::from_utf8_lossy(&k6.stdout), String::from_utf8_lossy(&k6.stderr));
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    assert_eq!(s["ok"], true, "{s}");
+    assert!(s["accepted"].as_u64().unwrap() > 1000, "a real load was injected: {s}");
+
+    let (code, report) = reconcile(&ns, &["count", "--expect-from", summary.to_str().unwrap()]);
+    assert_eq!(code, 0, "every 202 is in every store exactly once: {report}");
+    let (code, diff) = reconcile(&ns, &["diff"]);
+    assert_eq!(code, 0, "{diff}");
+}

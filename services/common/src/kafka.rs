@@ -26,7 +26,7 @@ pub fn client_config(args: &KafkaArgs) -> ClientConfig {
 pub async fn ensure_topic(args: &KafkaArgs, topic: &str, partitions: i32) -> Result<(), KafkaError> {
     let admin: AdminClient<DefaultClientContext> = client_config(args).create()?;
     let new = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
-    let results = admin.create_topics([&new], &AdminOptions::new().operation_timeout(Some(ADMIN_TIMEOUT))).await?;
+    let results = admin.create_topics([&new], &AdminOptions::new().operation_timeout(Some(ADMIN_TIMEOUT)).request_timeout(Some(ADMIN_TIMEOUT))).await?;
     for r in results {
         match r {
             Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}

@@ -25,7 +25,7 @@ pub struct IngestConfig {
     /// When to answer 202.
     #[arg(long, env = "INGEST_ACK", value_enum, default_value_t = AckMode::Kafka)]
     pub ack: AckMode,
-    /// Ring slots; a power of two (the seed: 2^17).
+    /// Ring slots; a power of two, at least 64 (the seed: 2^17).
     #[arg(long, env = "INGEST_RING_SIZE", default_value_t = 1 << 17, value_parser = power_of_two)]
     pub ring_size: usize,
     /// How long the idle ring consumer sleeps between looks, in microseconds. It never spins.
@@ -62,7 +62,7 @@ pub struct IngestConfig {
 
 fn power_of_two(s: &str) -> Result<usize, String> {
     let n: usize = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
-    if n.is_power_of_two() { Ok(n) } else { Err(format!("{n} is not a power of two")) }
+    if n.is_power_of_two() && n >= 64 { Ok(n) } else { Err(format!("{n} is not a power of two of at least 64")) }
 }
 
 impl IngestConfig {

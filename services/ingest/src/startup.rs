@@ -26,9 +26,11 @@ impl Application {
     /// port, for tests). Serving starts with [`Application::run`].
     pub async fn build(cfg: IngestConfig) -> anyhow::Result<Application> {
         let handle = telemetry::metrics_handle();
-        ensure_topic(&cfg.kafka, &cfg.kafka.topic, cfg.kafka.partitions)
-            .await
-            .with_context(|| format!("creating topic {} on {}", cfg.kafka.topic, cfg.kafka.brokers))?;
+        // Kafka being down is not a reason to refuse to start: /readyz says not ready and
+        // requests get 503s until it answers (the writer creates the topic too).
+        if let Err(e) = ensure_topic(&cfg.kafka, &cfg.kafka.topic, cfg.kafka.partitions).await {
+            tracing::warn!(error = %e, topic = %cfg.kafka.topic, brokers = %cfg.kafka.brokers, "could not create the topic; continuing");
+        }
         let publisher = Publisher::new(&cfg).context("creating the Kafka producer")?;
         let ring = Ring::start(cfg.ring_size, Duration::from_micros(cfg.ring_idle_sleep_us), publisher.clone());
         let listener = TcpListener::bind(cfg.listen).with_context(|| format!("binding {}", cfg.listen))?;

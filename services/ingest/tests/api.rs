@@ -1,0 +1,249 @@
+//! Black-box tests of the ingest through a spawned app on a random port, against the real
+//! tansu broker (or, for the failure cases, a broker address where nothing listens).
+
+use clap::Parser;
+use ingest::config::IngestConfig;
+use ingest::startup::Application;
+use pipeline_common::kafka::{client_config, group_lag};
+use pipeline_common::message::Limits;
+use pipeline_common::testkit::{exclusive, free_port, Namespace};
+use pipeline_common::Message;
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::Message as _;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+struct TestApp {
+    base: String,
+    client: reqwest::Client,
+}
+
+/// Builds and serves the app with `args` (plus the namespace's Kafka settings) on a free port.
+async fn spawn(ns: &Namespace, brokers: Option<&str>, args: &[&str]) -> TestApp {
+    let mut argv = vec!["ingest".to_string(), "--listen".into(), "127.0.0.1:0".into()];
+    argv.extend(["--kafka-brokers".into(), brokers.unwrap_or(&ns.kafka.brokers).to_string()]);
+    argv.extend(["--kafka-topic".into(), ns.kafka.topic.clone()]);
+    argv.extend(args.iter().map(|s| s.to_string()));
+    let app = Application::build(IngestConfig::parse_from(argv)).await.expect("build app");
+    let base = format!("http://127.0.0.1:{}", app.port());
+    tokio::spawn(app.run());
+    TestApp { base, client: reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap() }
+}
+
+impl TestApp {
+    async fn post(&self, path: &str, body: impl Into<reqwest::Body>) -> (StatusCode, Value, reqwest::header::HeaderMap) {
+        self.post_ct(path, "application/json", body).await
+    }
+    async fn post_ct(&self, path: &str, ct: &str, body: impl Into<reqwest::Body>) -> (StatusCode, Value, reqwest::header::HeaderMap) {
+        let r = self.client.post(format!("{}{path}", self.base)).header("content-type", ct).body(body).send().await.unwrap();
+        let (status, headers) = (r.status(), r.headers().clone());
+        let text = r.text().await.unwrap();
+        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)), headers)
+    }
+}
+
+/// Reads every record of the namespace's topic (waits until `n` arrived, or 30 s).
+async fn consume_all(ns: &Namespace, n: usize) -> Vec<Message> {
+    let c: StreamConsumer = client_config(&ns.kafka)
+        .set("group.id", format!("{}-reader", ns.name))
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .unwrap();
+    c.subscribe(&[&ns.kafka.topic]).unwrap();
+    let mut out = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while out.len() < n && Instant::now() < deadline {
+        if let Ok(Ok(m)) = tokio::time::timeout(Duration::from_secs(1), c.recv()).await {
+            out.push(Message::decode(m.payload().unwrap(), Limits::default()).unwrap());
+        }
+    }
+    out
+}
+
+/// Total records on the namespace's topic (sum of high watermarks).
+async fn records_on_topic(ns: &Namespace) -> i64 {
+    let k = ns.kafka.clone();
+    tokio::task::spawn_blocking(move || group_lag(&k, "nobody", &k.topic)).await.unwrap().unwrap().iter().map(|p| p.high).sum()
+}
+
+fn msg(i: usize) -> Value {
+    json!({ "id": format!("m-{i}"), "sender": "alice", "recipient": "bob", "body": format!("hello {i}"), "sent_at": "2026-11-29T12:00:00Z" })
+}
+
+#[tokio::test]
+async fn single_and_batch_posts_land_on_the_topic_exactly() {
+    let _g = exclusive();
+    let ns = Namespace::new("ing").await;
+    let app = spawn(&ns, None, &[]).await;
+    let (st, body, _) = app.post("/v1/messages", msg(0).to_string()).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(body["id"], "m-0");
+    let (st, body, _) = app.post("/v1/messages", json!({"sender": "a", "recipient": "b", "body": "no id"}).to_string()).await;
+    assert_eq!(st, StatusCode::ACCEPTED);
+    let generated = body["id"].as_str().unwrap().to_string();
+    assert_eq!(generated.len(), 36, "a UUIDv7 is generated");
+    let batch: Vec<Value> = (1..=100).map(msg).collect();
+    let (st, body, _) = app.post("/v1/messages/batch", Value::Array(batch.clone()).to_string()).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{body}");
+    let ids: Vec<String> = body["ids"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+    assert_eq!(ids, (1..=100).map(|i| format!("m-{i}")).collect::<Vec<_>>(), "ids in input order");
+
+    let mut got = consume_all(&ns, 102).await;
+    assert_eq!(got.len(), 102);
+    got.sort_by(|a, b| a.id.cmp(&b.id));
+    let m5 = got.iter().find(|m| m.id == "m-5").unwrap();
+    assert_eq!((m5.sender.as_str(), m5.recipient.as_str(), m5.body.as_str()), ("alice", "bob", "hello 5"));
+    assert_eq!(m5.sent_at, time::macros::datetime!(2026-11-29 12:00 UTC));
+    assert!(got.iter().any(|m| m.id == generated && m.body == "no id"));
+    assert_eq!(records_on_topic(&ns).await, 102, "nothing else was produced");
+}
+
+#[tokio::test]
+async fn every_error_case_has_its_status_and_code() {
+    let _g = exclusive();
+    let ns = Namespace::new("err").await;
+    let app = spawn(&ns, None, &["--max-request-bytes", "2048", "--max-batch", "5"]).await;
+    let cases: Vec<(&str, &str, String, StatusCode, &str)> = vec![
+        ("/v1/messages", "application/json", "{\"sender\": \"a\",".into(), StatusCode::BAD_REQUEST, "malformed_json"),
+        ("/v1/messages", "text/plain", msg(1).to_string(), StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
+        ("/v1/messages", "application/json", json!({"sender":"a","recipient":"b","body":"x".repeat(4000)}).to_string(), StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+        ("/v1/messages", "application/json", json!({"sender":"","recipient":"b","body":"x"}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_message"),
+        ("/v1/messages", "application/json", json!({"sender":"a","recipient":"b","body":"x","extra":1}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_message"),
+        ("/v1/messages", "application/json", json!({"sender":"a","recipient":"b","body":"x","sent_at":"yesterday"}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_message"),
+        ("/v1/messages", "application/json", json!({"id":"a b","sender":"a","recipient":"b","body":"x"}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_message"),
+        ("/v1/messages/batch", "application/json", msg(1).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_batch"),
+        ("/v1/messages/batch", "application/json", "[]".into(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_batch"),
+        ("/v1/messages/batch", "application/json", Value::Array((0..6).map(msg).collect()).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_batch"),
+        ("/nope", "application/json", "{}".into(), StatusCode::NOT_FOUND, "not_found"),
+    ];
+    for (path, ct, body, status, code) in cases {
+        let (st, v, _) = app.post_ct(path, ct, body.clone()).await;
+        assert_eq!((st, v["error"].as_str().unwrap_or("")), (status, code), "{path} {body:.80}: {v}");
+    }
+    // Malformed JSON says where.
+    let (_, v, _) = app.post("/v1/messages", "{\"sender\": \"a\",\n  oops}").await;
+    assert_eq!((v["detail"]["line"].as_u64(), v["detail"]["column"].as_u64()), (Some(2), Some(3)), "{v}");
+    // A batch names every bad item, by index and field.
+    let mut items: Vec<Value> = (0..4).map(msg).collect();
+    items[1]["sender"] = json!("");
+    items[3]["recipient"] = json!("r".repeat(65));
+    let (st, v, _) = app.post("/v1/messages/batch", Value::Array(items).to_string()).await;
+    assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY);
+    let bad: Vec<(u64, &str)> =
+        v["detail"].as_array().unwrap().iter().map(|e| (e["index"].as_u64().unwrap(), e["field"].as_str().unwrap())).collect();
+    assert_eq!(bad, [(1, "sender"), (3, "recipient")]);
+    assert_eq!(records_on_topic(&ns).await, 0, "bad input changes nothing");
+}
+
+/// xorshift64*: a small deterministic generator, so a failing body can be reproduced.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545F4914F6CDD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// A body that can never be valid: which family, and the bytes.
+fn malformed(rng: &mut Rng) -> (&'static str, Vec<u8>) {
+    let valid = msg(rng.below(1000)).to_string();
+    match rng.below(6) {
+        0 => ("truncated", valid.as_bytes()[..rng.below(valid.len())].to_vec()),
+        1 => ("garbage", (0..rng.below(200)).map(|_| b'!' + rng.below(90) as u8).chain([b'}']).collect()),
+        2 => {
+            let mut v = msg(1);
+            let field = ["sender", "recipient", "id"][rng.below(3)];
+            let long = json!("x".repeat(65 + rng.below(10)));
+            // Every value here is invalid for its field (`id: null` would be valid: ids are optional).
+            v[field] = if field == "id" {
+                [json!(""), json!(42), long, json!("sp ace")][rng.below(4)].clone()
+            } else {
+                [json!(""), json!(42), json!(null), long][rng.below(4)].clone()
+            };
+            ("bad field", v.to_string().into_bytes())
+        }
+        3 => {
+            let mut v = msg(2);
+            v.as_object_mut().unwrap().remove(["sender", "recipient", "body"][rng.below(3)]);
+            ("missing field", v.to_string().into_bytes())
+        }
+        4 => {
+            let mut v = msg(3);
+            v[format!("x{}", rng.below(100))] = json!(rng.next());
+            ("unknown field", v.to_string().into_bytes())
+        }
+        _ => ("wrong time", {
+            let mut v = msg(4);
+            v["sent_at"] = json!(format!("2026-13-{}", rng.below(99)));
+            v.to_string().into_bytes()
+        }),
+    }
+}
+
+#[tokio::test]
+async fn ten_thousand_malformed_bodies_never_5xx_and_never_reach_kafka() {
+    let _g = exclusive();
+    let ns = Namespace::new("fuzz").await;
+    let app = spawn(&ns, None, &[]).await;
+    let mut rng = Rng(0x5EED_1234_ABCD_0001);
+    for i in 0..10_000 {
+        let (family, body) = malformed(&mut rng);
+        let path = if i % 2 == 0 { "/v1/messages" } else { "/v1/messages/batch" };
+        let body = if path.ends_with("batch") && rng.below(2) == 0 { [b"[", &body[..], b"]"].concat() } else { body };
+        let (st, v, _) = app.post(path, body.clone()).await;
+        assert!(
+            st == StatusCode::BAD_REQUEST || st == StatusCode::UNPROCESSABLE_ENTITY,
+            "#{i} {family} on {path}: {st} {v} for {:?}",
+            String::from_utf8_lossy(&body)
+        );
+        assert!(v["error"].is_string() && !v["detail"].is_null(), "#{i}: error body {v}");
+    }
+    assert_eq!(records_on_topic(&ns).await, 0);
+}
+
+#[tokio::test]
+async fn ack_kafka_never_says_202_when_the_broker_is_down() {
+    let _g = exclusive();
+    let ns = Namespace::new("down").await;
+    let dead = format!("127.0.0.1:{}", free_port());
+    let app = spawn(&ns, Some(&dead), &["--deadline-ms", "800"]).await;
+    for i in 0..5 {
+        let t = Instant::now();
+        let (st, v, h) = app.post("/v1/messages", msg(i).to_string()).await;
+        assert_eq!(st, StatusCode::SERVICE_UNAVAILABLE, "{v}");
+        assert!(h.get("retry-after").is_some());
+        assert!(t.elapsed() < Duration::from_millis(2000), "answered at the deadline, not later: {:?}", t.elapsed());
+    }
+}
+
+#[tokio::test]
+async fn a_full_ring_answers_503_at_once() {
+    let _g = exclusive();
+    let ns = Namespace::new("full").await;
+    let dead = format!("127.0.0.1:{}", free_port());
+    // A 64-slot ring (the disruptor's minimum) in front of a producer that holds 1 record and a
+    // broker that never answers: in ring-ack mode the first ~65 are accepted, then the ring is full.
+    let app = spawn(&ns, Some(&dead), &["--ack", "ring", "--ring-size", "64", "--producer-queue", "1", "--deadline-ms", "5000"]).await;
+    let mut statuses = Vec::new();
+    for i in 0..100 {
+        let t = Instant::now();
+        let (st, v, h) = app.post("/v1/messages", msg(i).to_string()).await;
+        if st == StatusCode::SERVICE_UNAVAILABLE {
+            assert_eq!(v["error"], "ring_full", "{v}");
+            assert_eq!(h.get("retry-after").unwrap(), "1");
+            assert!(t.elapsed() < Duration::from_millis(500), "a full ring answers at once: {:?}", t.elapsed());
+        }
+        statuses.push(st.as_u16());
+    }
+    let accepted = statuses.iter().filter(|s| **s == 202).count();
+    assert!((64..=70).contains(&accepted), "the ring's worth accepted, then 503: {statuses:?}");
+    assert_eq!(statuses.iter().filter(|s| **s == 503).count(), 100 - accepted, "{statuses:?}");
+    let metrics = app.client.get(format!("{}/metrics", app.base)).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.lines().any(|l| l.starts_with("ingest_ring_rejections_total") && !l.ends_with(" 0")), "rejections are counted");
+}

@@ -1,0 +1,74 @@
+//! SIGTERM under load: every id that got a 202 is on the topic after the process exits 0.
+
+use pipeline_common::kafka::client_config;
+use pipeline_common::message::Limits;
+use pipeline_common::testkit::{exclusive, free_port, Namespace};
+use pipeline_common::Message;
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::Message as _;
+use serde_json::json;
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+#[tokio::test]
+async fn sigterm_under_load_keeps_every_accepted_message() {
+    let _g = exclusive();
+    let ns = Namespace::new("term").await;
+    let port = free_port();
+    let mut ingest = ns.spawn("ingest", &[], &[("INGEST_LISTEN", format!("127.0.0.1:{port}"))]);
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !client.get(format!("{base}/readyz")).send().await.map(|r| r.status().is_success()).unwrap_or(false) {
+        assert!(Instant::now() < deadline, "ingest not ready");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // 32 clients post as fast as they can; SIGTERM arrives in the middle.
+    let mut tasks = Vec::new();
+    for c in 0..32 {
+        let (client, base) = (client.clone(), base.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut accepted = Vec::new();
+            for i in 0..10_000 {
+                let id = format!("t{c}-{i}");
+                let body = json!({ "id": id, "sender": "s", "recipient": "r", "body": "shutdown test" });
+                match client.post(format!("{base}/v1/messages")).json(&body).send().await {
+                    Ok(r) if r.status() == 202 => accepted.push(id),
+                    Ok(_) => {}
+                    Err(_) => break, // the listener is gone
+                }
+            }
+            accepted
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    ingest.signal("TERM");
+    let mut accepted = HashSet::new();
+    for t in tasks {
+        accepted.extend(t.await.unwrap());
+    }
+    let status = tokio::task::spawn_blocking(move || {
+        let st = ingest.wait_exit(Duration::from_secs(30));
+        (st, ingest)
+    })
+    .await
+    .unwrap();
+    assert!(status.0.expect("exited").success(), "exit 0 after draining");
+    assert!(accepted.len() > 100, "the load was real: {} accepted", accepted.len());
+
+    let c: StreamConsumer = client_config(&ns.kafka)
+        .set("group.id", format!("{}-reader", ns.name))
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .unwrap();
+    c.subscribe(&[&ns.kafka.topic]).unwrap();
+    let mut on_topic = HashSet::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !accepted.is_subset(&on_topic) && Instant::now() < deadline {
+        if let Ok(Ok(m)) = tokio::time::timeout(Duration::from_secs(1), c.recv()).await {
+            on_topic.insert(Message::decode(m.payload().unwrap(), Limits::default()).unwrap().id);
+        }
+    }
+    let missing = accepted.difference(&on_topic).count();
+    assert_eq!(missing, 0, "{missing} of {} accepted ids are not on the topic", accepted.len());
+}

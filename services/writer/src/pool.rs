@@ -80,11 +80,16 @@ pub struct Rejected(pub Job);
 struct State {
     active: usize,
     queue: VecDeque<Job>,
+    /// Highest queue depth and active count since start (the seed's "队列峰值 / 活跃线程峰值").
+    peak_queue: usize,
+    peak_active: usize,
 }
 
 struct Metrics {
     queue_depth: Gauge,
+    queue_peak: Gauge,
     active: Gauge,
+    active_peak: Gauge,
     completed: Counter,
     rejected: Counter,
     caller_runs: Counter,
@@ -109,7 +114,9 @@ impl Pool {
         gauge!("writer_pool_max_workers", &l).set(spec.max as f64);
         let m = Metrics {
             queue_depth: gauge!("writer_pool_queue_depth", &l),
+            queue_peak: gauge!("writer_pool_queue_depth_peak", &l),
             active: gauge!("writer_pool_active_workers", &l),
+            active_peak: gauge!("writer_pool_active_workers_peak", &l),
             completed: counter!("writer_pool_completed_total", &l),
             rejected: counter!("writer_pool_rejected_total", &l),
             caller_runs: counter!("writer_pool_caller_runs_total", &l),
@@ -117,7 +124,7 @@ impl Pool {
         Pool(Arc::new(Inner {
             name: name.to_string(),
             spec,
-            state: Mutex::new(State { active: 0, queue: VecDeque::new() }),
+            state: Mutex::new(State { active: 0, queue: VecDeque::new(), peak_queue: 0, peak_active: 0 }),
             room: Notify::new(),
             m,
         }))
@@ -166,6 +173,10 @@ impl Pool {
         if st.active < spec.core || (st.queue.len() >= spec.queue && st.active < spec.max) {
             st.active += 1;
             self.0.m.active.set(st.active as f64);
+            if st.active > st.peak_active {
+                st.peak_active = st.active;
+                self.0.m.active_peak.set(st.active as f64);
+            }
             drop(st);
             let pool = self.clone();
             tokio::spawn(async move { pool.worker(job).await });
@@ -173,6 +184,10 @@ impl Pool {
         } else if st.queue.len() < spec.queue {
             st.queue.push_back(job);
             self.0.m.queue_depth.set(st.queue.len() as f64);
+            if st.queue.len() > st.peak_queue {
+                st.peak_queue = st.queue.len();
+                self.0.m.queue_peak.set(st.queue.len() as f64);
+            }
             Ok(())
         } else {
             Err(job)

@@ -4,7 +4,8 @@
 //   k6 run -e INGEST_URL=http://127.0.0.1:8080 -e VUS=250 -e DURATION=60s k6/closed-loop.js
 import http from 'k6/http';
 import { message } from './lib/message.js';
-import { record, setupRun, teardownRun, summarize, thresholds, BASE } from './lib/summary.js';
+import { record, postParams, thresholds, BASE } from './lib/summary.js';
+export { setup, teardown, handleSummary } from './lib/summary.js';
 
 const VUS = parseInt(__ENV.VUS || '250', 10);
 const DURATION = __ENV.DURATION || '60s';
@@ -23,11 +24,8 @@ scenarios.measured = {
 };
 
 export const options = { scenarios, thresholds, summaryTrendStats: ['med', 'p(90)', 'p(95)', 'p(99)', 'max'] };
-const params = { headers: { 'Content-Type': 'application/json' }, tags: { name: 'POST /v1/messages' }, timeout: '10s' };
+const params = postParams('POST /v1/messages', '10s');
 
-export function setup() { return setupRun(); }
 export default function () {
   record(http.post(`${BASE}/v1/messages`, JSON.stringify(message()), params), 1);
 }
-export function teardown(data) { teardownRun(data); }
-export function handleSummary(data) { return summarize(data); }

@@ -4,7 +4,8 @@
 //   k6 run -e RATE=2000 -e DURATION=60s k6/open-loop.js
 import http from 'k6/http';
 import { message } from './lib/message.js';
-import { record, setupRun, teardownRun, summarize, thresholds, BASE } from './lib/summary.js';
+import { record, postParams, thresholds, BASE } from './lib/summary.js';
+export { setup, teardown, handleSummary } from './lib/summary.js';
 
 export const options = {
   scenarios: {
@@ -20,11 +21,8 @@ export const options = {
   thresholds,
   summaryTrendStats: ['med', 'p(90)', 'p(95)', 'p(99)', 'max'],
 };
-const params = { headers: { 'Content-Type': 'application/json' }, tags: { name: 'POST /v1/messages' }, timeout: '10s' };
+const params = postParams('POST /v1/messages', '10s');
 
-export function setup() { return setupRun(); }
 export default function () {
   record(http.post(`${BASE}/v1/messages`, JSON.stringify(message()), params), 1);
 }
-export function teardown(data) { teardownRun(data); }
-export function handleSummary(data) { return summarize(data); }

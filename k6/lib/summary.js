@@ -31,12 +31,22 @@ export function bootId() {
   return r.json('boot_id');
 }
 
-export function setupRun() {
+// The lifecycle every script re-exports: boot id before and after, and the summary file.
+export function setup() {
   return { boot_id: bootId(), started: new Date().toISOString() };
 }
 
-export function teardownRun(data) {
+export function teardown(data) {
   if (bootId() !== data.boot_id) bootChanged.add(1);
+}
+
+export function handleSummary(data) {
+  return summarize(data);
+}
+
+/** POST parameters for one route. */
+export function postParams(name, timeout = '10s') {
+  return { headers: { 'Content-Type': 'application/json' }, tags: { name }, timeout };
 }
 
 /** Records one response carrying `n` messages. */

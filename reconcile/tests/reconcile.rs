@@ -28,7 +28,7 @@ fn count_of(report: &Value, store: &str) -> u64 {
 
 #[tokio::test]
 async fn seeded_gaps_are_reported_exactly_and_reset_empties_everything() {
-    let _g = exclusive();
+    let _g = exclusive().await;
     let ns = Namespace::new("recon").await;
     let stores = ns.stores().await;
     let batch = messages(100, "g");
@@ -117,7 +117,7 @@ async fn wait_ready(url: &str, child: &mut Child) {
 
 #[tokio::test]
 async fn end_to_end_k6_closed_loop_reconciles() {
-    let _g = exclusive();
+    let _g = exclusive().await;
     let ns = Namespace::new("e2e").await;
     let (ingest_port, metrics_port) = (free_port(), free_port());
     let mut writer = ns.spawn("writer", &[], &[("WRITER_METRICS_ADDR", format!("127.0.0.1:{metrics_port}"))]);

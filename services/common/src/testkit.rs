@@ -5,14 +5,16 @@
 
 use crate::config::{KafkaArgs, StoreArgs};
 use crate::stores::{self, Store, StoreKind};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+use tokio::sync::{Mutex, MutexGuard};
 
-static EXCLUSIVE: Mutex<()> = Mutex::new(());
+/// An async mutex: each `#[tokio::test]` has its own runtime, and tokio's mutex works across them.
+static EXCLUSIVE: Mutex<()> = Mutex::const_new(());
 
 /// Serialises the tests of one test binary that share Redis (its keyspace cannot be namespaced
 /// without changing the `msg:` key format). Hold the guard for the whole test.
-pub fn exclusive() -> MutexGuard<'static, ()> {
-    EXCLUSIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+pub async fn exclusive() -> MutexGuard<'static, ()> {
+    EXCLUSIVE.lock().await
 }
 
 /// Checks that every server answers a real request; panics naming each one that does not.
@@ -256,4 +258,29 @@ impl Namespace {
         }
         Child(cmd.spawn().unwrap_or_else(|e| panic!("spawn {bin}: {e}")))
     }
+}
+
+/// Reads the topic from the start with a fresh group: at least `at_least` messages (or until
+/// `timeout`), then on until nothing new arrives for 2 s, so extra records are seen too.
+pub async fn consume_messages(kafka: &KafkaArgs, at_least: usize, timeout: std::time::Duration) -> Vec<crate::Message> {
+    use rdkafka::consumer::{Consumer, StreamConsumer};
+    use rdkafka::Message as _;
+    let c: StreamConsumer = crate::kafka::client_config(kafka)
+        .set("group.id", format!("{}-reader-{}", kafka.topic, uuid::Uuid::now_v7().simple()))
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .expect("consumer");
+    c.subscribe(&[&kafka.topic]).expect("subscribe");
+    let deadline = std::time::Instant::now() + timeout;
+    let mut out = Vec::new();
+    while std::time::Instant::now() < deadline {
+        let wait = if out.len() >= at_least { 2 } else { 1 };
+        match tokio::time::timeout(std::time::Duration::from_secs(wait), c.recv()).await {
+            Ok(Ok(m)) => out.push(crate::Message::decode(m.payload().unwrap_or_default(), crate::Limits::default()).expect("a valid message")),
+            Ok(Err(e)) => panic!("consume: {e}"),
+            Err(_) if out.len() >= at_least => break,
+            Err(_) => {}
+        }
+    }
+    out
 }

@@ -31,7 +31,7 @@ fn messages(n: usize, tag: &str) -> Vec<Message> {
 
 #[tokio::test]
 async fn every_store_round_trips_idempotently() {
-    let _g = exclusive();
+    let _g = exclusive().await;
     let ns = Namespace::new("stores").await;
     let batch = messages(300, "rt");
     for store in ns.stores().await {
@@ -51,7 +51,7 @@ async fn every_store_round_trips_idempotently() {
 
 #[tokio::test]
 async fn migrations_create_sixteen_tables_and_rows_land_in_their_shard() {
-    let _g = exclusive();
+    let _g = exclusive().await;
     let ns = Namespace::new("mig").await;
     let store = MysqlStore::connect(&ns.stores.mysql).await.unwrap();
     use pipeline_common::stores::Store;
@@ -87,7 +87,7 @@ async fn migrations_create_sixteen_tables_and_rows_land_in_their_shard() {
 
 #[tokio::test]
 async fn kafka_produces_and_consumes_with_lz4() {
-    let _g = exclusive();
+    let _g = exclusive().await;
     let ns = Namespace::new("kafka").await;
     let k = &ns.kafka;
     ensure_topic(k, &k.topic, 4).await.unwrap();

@@ -4,12 +4,8 @@
 use clap::Parser;
 use ingest::config::IngestConfig;
 use ingest::startup::Application;
-use pipeline_common::kafka::{client_config, group_lag};
-use pipeline_common::message::Limits;
-use pipeline_common::testkit::{exclusive, free_port, Namespace};
-use pipeline_common::Message;
-use rdkafka::consumer::{Consumer, StreamConsumer};
-use rdkafka::Message as _;
+use pipeline_common::kafka::group_lag;
+use pipeline_common::testkit::{consume_messages, exclusive, free_port, Namespace};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -43,24 +39,6 @@ impl TestApp {
     }
 }
 
-/// Reads every record of the namespace's topic (waits until `n` arrived, or 30 s).
-async fn consume_all(ns: &Namespace, n: usize) -> Vec<Message> {
-    let c: StreamConsumer = client_config(&ns.kafka)
-        .set("group.id", format!("{}-reader", ns.name))
-        .set("auto.offset.reset", "earliest")
-        .create()
-        .unwrap();
-    c.subscribe(&[&ns.kafka.topic]).unwrap();
-    let mut out = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while out.len() < n && Instant::now() < deadline {
-        if let Ok(Ok(m)) = tokio::time::timeout(Duration::from_secs(1), c.recv()).await {
-            out.push(Message::decode(m.payload().unwrap(), Limits::default()).unwrap());
-        }
-    }
-    out
-}
-
 /// Total records on the namespace's topic (sum of high watermarks).
 async fn records_on_topic(ns: &Namespace) -> i64 {
     let k = ns.kafka.clone();
@@ -73,7 +51,7 @@ fn msg(i: usize) -> Value {
 
 #[tokio::test]
 async fn single_and_batch_posts_land_on_the_topic_exactly() {
-    let _g = exclusive();
+    let _g = exclusive().await;
     let ns = Namespace::new("ing").await;
     let app = spawn(&ns, None, &[]).await;
     let (st, body, _) = app.post("/v1/messages", msg(0).to_string()).await;
@@ -89,7 +67,7 @@ async fn single_and_batch_posts_land_on_the_topic_exactly() {
     let ids: Vec<String> = body["ids"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
     assert_eq!(ids, (1..=100).map(|i| format!("m-{i}")).collect::<Vec<_>>(), "ids in input order");
 
-    let mut got = consume_all(&ns, 102).await;
+    let mut got = consume_messages(&ns.kafka, 102, Duration::from_secs(30)).await;
     assert_eq!(got.len(), 102);
     got.sort_by(|a, b| a.id.cmp(&b.id));
     let m5 = got.iter().find(|m| m.id == "m-5").unwrap();
@@ -101,7 +79,7 @@ async fn single_and_batch_posts_land_on_the_topic_exactly() {
 
 #[tokio::test]
 async fn every_error_case_has_its_status_and_code() {
-    let _g = exclusive();
+    let _g = exclusive().await;
     let ns = Namespace::new("err").await;
     let app = spawn(&ns, None, &["--max-request-bytes", "2048", "--max-batch", "5"]).await;
     let cases: Vec<(&str, &str, String, StatusCode, &str)> = vec![
@@ -188,7 +166,7 @@ fn malformed(rng: &mut Rng) -> (&'static str, Vec<u8>) {
 
 #[tokio::test]
 async fn ten_thousand_malformed_bodies_never_5xx_and_never_reach_kafka() {
-    let _g = exclusive();
+    let _g = exclusive().await;
     let ns = Namespace::new("fuzz").await;
     let app = spawn(&ns, None, &[]).await;
     let mut rng = Rng(0x5EED_1234_ABCD_0001);
@@ -209,7 +187,7 @@ async fn ten_thousand_malformed_bodies_never_5xx_and_never_reach_kafka() {
 
 #[tokio::test]
 async fn ack_kafka_never_says_202_when_the_broker_is_down() {
-    let _g = exclusive();
+    let _g = exclusive().await;
     let ns = Namespace::new("down").await;
     let dead = format!("127.0.0.1:{}", free_port());
     let app = spawn(&ns, Some(&dead), &["--deadline-ms", "800"]).await;
@@ -224,7 +202,7 @@ async fn ack_kafka_never_says_202_when_the_broker_is_down() {
 
 #[tokio::test]
 async fn a_full_ring_answers_503_at_once() {
-    let _g = exclusive();
+    let _g = exclusive().await;
     let ns = Namespace::new("full").await;
     let dead = format!("127.0.0.1:{}", free_port());
     // A 64-slot ring (the disruptor's minimum) in front of a producer that holds 1 record and a

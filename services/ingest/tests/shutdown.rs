@@ -1,18 +1,13 @@
 //! SIGTERM under load: every id that got a 202 is on the topic after the process exits 0.
 
-use pipeline_common::kafka::client_config;
-use pipeline_common::message::Limits;
-use pipeline_common::testkit::{exclusive, free_port, Namespace};
-use pipeline_common::Message;
-use rdkafka::consumer::{Consumer, StreamConsumer};
-use rdkafka::Message as _;
+use pipeline_common::testkit::{consume_messages, exclusive, free_port, Namespace};
 use serde_json::json;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 #[tokio::test]
 async fn sigterm_under_load_keeps_every_accepted_message() {
-    let _g = exclusive();
+    let _g = exclusive().await;
     let ns = Namespace::new("term").await;
     let port = free_port();
     let mut ingest = ns.spawn("ingest", &[], &[("INGEST_LISTEN", format!("127.0.0.1:{port}"))]);
@@ -56,19 +51,8 @@ async fn sigterm_under_load_keeps_every_accepted_message() {
     assert!(status.0.expect("exited").success(), "exit 0 after draining");
     assert!(accepted.len() > 100, "the load was real: {} accepted", accepted.len());
 
-    let c: StreamConsumer = client_config(&ns.kafka)
-        .set("group.id", format!("{}-reader", ns.name))
-        .set("auto.offset.reset", "earliest")
-        .create()
-        .unwrap();
-    c.subscribe(&[&ns.kafka.topic]).unwrap();
-    let mut on_topic = HashSet::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !accepted.is_subset(&on_topic) && Instant::now() < deadline {
-        if let Ok(Ok(m)) = tokio::time::timeout(Duration::from_secs(1), c.recv()).await {
-            on_topic.insert(Message::decode(m.payload().unwrap(), Limits::default()).unwrap().id);
-        }
-    }
+    let on_topic: HashSet<String> =
+        consume_messages(&ns.kafka, accepted.len(), Duration::from_secs(60)).await.into_iter().map(|m| m.id).collect();
     let missing = accepted.difference(&on_topic).count();
     assert_eq!(missing, 0, "{missing} of {} accepted ids are not on the topic", accepted.len());
 }

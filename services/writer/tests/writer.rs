@@ -72,7 +72,7 @@ impl Run {
 
 /// 20,000 records through one write policy; `check` looks at the metrics before the stop.
 async fn policy_run(label: &str, args: &[&str], check: &[(&str, f64)]) {
-    let _g = exclusive();
+    let _g = exclusive().await;
     let run = Run::new(label).await;
     let ids = run.produce(20_000, label).await;
     let mut w = run.writer(args);
@@ -130,7 +130,7 @@ async fn all_sync() {
 
 #[tokio::test]
 async fn redelivery_leaves_one_copy() {
-    let _g = exclusive();
+    let _g = exclusive().await;
     let run = Run::new("redeliver").await;
     let ids = run.produce(5_000, "rd").await;
     let mut w = run.writer(&[]);
@@ -160,7 +160,7 @@ fn rewind(k: &pipeline_common::config::KafkaArgs) {
 
 #[tokio::test]
 async fn sigkill_mid_run_loses_and_duplicates_nothing() {
-    let _g = exclusive();
+    let _g = exclusive().await;
     let run = Run::new("crash").await;
     let ids = run.produce(50_000, "cr").await;
     let mut w = run.writer(&[]);
@@ -181,7 +181,7 @@ async fn sigkill_mid_run_loses_and_duplicates_nothing() {
 
 #[tokio::test]
 async fn a_store_outage_holds_commits_and_recovers() {
-    let _g = exclusive();
+    let _g = exclusive().await;
     let mut run = Run::new("outage").await;
     // A private Redis that this test may stop: append-only with fsync always, so a graceful
     // stop and restart keeps every key.
@@ -223,7 +223,7 @@ async fn a_store_outage_holds_commits_and_recovers() {
 
 #[tokio::test]
 async fn a_poison_record_is_dead_lettered_and_does_not_block() {
-    let _g = exclusive();
+    let _g = exclusive().await;
     let run = Run::new("poison").await;
     pipeline_common::kafka::ensure_topic(&run.ns.kafka, &run.ns.kafka.topic, 4).await.unwrap();
     let dlq = format!("{}.dlq", run.ns.name);

@@ -9,7 +9,8 @@ use std::path::Path;
 pub fn from_file(path: &Path) -> anyhow::Result<u64> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     if text.trim_start().starts_with('{') {
-        let v: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
         match v.get("accepted").and_then(|a| a.as_u64()) {
             Some(n) => Ok(n),
             None => bail!("{} has no numeric `accepted` field (is it a k6/ summary?)", path.display()),

@@ -122,14 +122,27 @@ async fn drained(cli: &Cli, stores: &[Arc<dyn Store>]) -> anyhow::Result<Result<
     match drain::wait(&cli.kafka, stores, timeout, Duration::from_secs(1)).await? {
         Ok(c) => Ok(Ok(c)),
         Err(nd) => {
-            let lagging: Vec<_> =
-                nd.lagging.iter().map(|p| json!({ "partition": p.partition, "committed": p.committed, "high": p.high })).collect();
+            let lagging: Vec<_> = nd
+                .lagging
+                .iter()
+                .map(|p| json!({ "partition": p.partition, "committed": p.committed, "high": p.high }))
+                .collect();
             if cli.json {
-                println!("{}", json!({ "drained": false, "lagging": lagging, "counts": counts_json(&nd.counts, None) }));
+                println!(
+                    "{}",
+                    json!({ "drained": false, "lagging": lagging, "counts": counts_json(&nd.counts, None) })
+                );
             } else {
                 eprintln!("reconcile: not drained after {} s; lagging partitions:", cli.drain_timeout);
                 for p in &nd.lagging {
-                    eprintln!("  {} partition {}: committed {} of {} (lag {})", cli.kafka.topic, p.partition, p.committed, p.high, p.lag());
+                    eprintln!(
+                        "  {} partition {}: committed {} of {} (lag {})",
+                        cli.kafka.topic,
+                        p.partition,
+                        p.committed,
+                        p.high,
+                        p.lag()
+                    );
                 }
             }
             Ok(Err(NOT_DRAINED))
@@ -150,7 +163,10 @@ fn print_counts(counts: &drain::Counts, expected: Option<u64>, as_json: bool) ->
     let target = expected.unwrap_or(counts[0].1);
     let ok = counts.iter().all(|(_, n)| *n == target);
     if as_json {
-        println!("{}", json!({ "drained": true, "expected": expected, "ok": ok, "stores": counts_json(counts, expected) }));
+        println!(
+            "{}",
+            json!({ "drained": true, "expected": expected, "ok": ok, "stores": counts_json(counts, expected) })
+        );
     } else {
         println!("{:<8} {:>12} {:>12} {:>12}", "store", "count", "expected", "difference");
         for (k, n) in counts {
@@ -162,7 +178,11 @@ fn print_counts(counts: &drain::Counts, expected: Option<u64>, as_json: bool) ->
         }
         println!("{}", if ok { "OK: every store holds the expected count" } else { "MISMATCH" });
     }
-    if ok { 0 } else { MISMATCH }
+    if ok {
+        0
+    } else {
+        MISMATCH
+    }
 }
 
 async fn reset(stores: &[Arc<dyn Store>], as_json: bool) -> anyhow::Result<u8> {
@@ -174,7 +194,10 @@ async fn reset(stores: &[Arc<dyn Store>], as_json: bool) -> anyhow::Result<u8> {
     let second = drain::count_all(stores).await?;
     let ok = first.iter().chain(&second).all(|(_, n)| *n == 0);
     if as_json {
-        println!("{}", json!({ "ok": ok, "first": counts_json(&first, Some(0)), "second": counts_json(&second, Some(0)) }));
+        println!(
+            "{}",
+            json!({ "ok": ok, "first": counts_json(&first, Some(0)), "second": counts_json(&second, Some(0)) })
+        );
     } else {
         for ((k, a), (_, b)) in first.iter().zip(&second) {
             println!("{:<8} {:>10} {:>10}", k.name(), a, b);

@@ -18,7 +18,8 @@ fn reconcile(ns: &Namespace, args: &[&str]) -> (i32, Value) {
         .output()
         .expect("run reconcile");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let json = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout} / {}", String::from_utf8_lossy(&out.stderr)));
+    let json = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("{e}: {stdout} / {}", String::from_utf8_lossy(&out.stderr)));
     (out.status.code().expect("exit code"), json)
 }
 
@@ -65,11 +66,8 @@ async fn seeded_gaps_are_reported_exactly_and_reset_empties_everything() {
     let (code, diff) = reconcile(&ns, &["diff", "--ids", ids.to_str().unwrap()]);
     assert_eq!(code, 1);
     let classes = diff["classes"].as_object().unwrap();
-    let nonzero: Vec<(&str, u64)> = classes
-        .iter()
-        .map(|(k, v)| (k.as_str(), v["total"].as_u64().unwrap()))
-        .filter(|(_, n)| *n > 0)
-        .collect();
+    let nonzero: Vec<(&str, u64)> =
+        classes.iter().map(|(k, v)| (k.as_str(), v["total"].as_u64().unwrap())).filter(|(_, n)| *n > 0).collect();
     assert_eq!(
         nonzero,
         [("duplicated (mysql)", 1), ("extra in redis", 1), ("missing from es", 1), ("wrong shard (mysql)", 1)],
@@ -93,7 +91,8 @@ fn k6_bin() -> String {
     if let Ok(p) = std::env::var("K6_BIN") {
         return p;
     }
-    let cache = std::env::var("PIPELINE_CACHE").unwrap_or_else(|_| format!("{}/.cache/pipeline", std::env::var("HOME").unwrap()));
+    let cache = std::env::var("PIPELINE_CACHE")
+        .unwrap_or_else(|_| format!("{}/.cache/pipeline", std::env::var("HOME").unwrap()));
     std::fs::read_dir(&cache)
         .ok()
         .and_then(|d| d.flatten().map(|e| e.path().join("bin/k6")).find(|p| p.exists()))
@@ -139,7 +138,12 @@ async fn end_to_end_k6_closed_loop_reconciles() {
         .env("K6_NO_USAGE_REPORT", "true")
         .output()
         .expect("run k6");
-    assert!(k6.status.success(), "k6 failed: {}{}", String::from_utf8_lossy(&k6.stdout), String::from_utf8_lossy(&k6.stderr));
+    assert!(
+        k6.status.success(),
+        "k6 failed: {}{}",
+        String::from_utf8_lossy(&k6.stdout),
+        String::from_utf8_lossy(&k6.stderr)
+    );
     let s: Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
     assert_eq!(s["ok"], true, "{s}");
     assert!(s["accepted"].as_u64().unwrap() > 1000, "a real load was injected: {s}");

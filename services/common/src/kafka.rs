@@ -26,11 +26,19 @@ pub fn client_config(args: &KafkaArgs) -> ClientConfig {
 pub async fn ensure_topic(args: &KafkaArgs, topic: &str, partitions: i32) -> Result<(), KafkaError> {
     let admin: AdminClient<DefaultClientContext> = client_config(args).create()?;
     let new = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
-    let results = admin.create_topics([&new], &AdminOptions::new().operation_timeout(Some(ADMIN_TIMEOUT)).request_timeout(Some(ADMIN_TIMEOUT))).await?;
+    let results = admin
+        .create_topics(
+            [&new],
+            &AdminOptions::new().operation_timeout(Some(ADMIN_TIMEOUT)).request_timeout(Some(ADMIN_TIMEOUT)),
+        )
+        .await?;
     for r in results {
         match r {
             Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-            Err((t, code)) => return Err(KafkaError::AdminOp(code)).inspect_err(|_| tracing::error!(topic = t, "create topic failed")),
+            Err((t, code)) => {
+                return Err(KafkaError::AdminOp(code))
+                    .inspect_err(|_| tracing::error!(topic = t, "create topic failed"))
+            }
         }
     }
     Ok(())
@@ -62,7 +70,8 @@ impl PartitionLag {
 /// Committed offsets and high watermarks of every partition of `topic` for `group`.
 /// Blocking (librdkafka calls); run it on a blocking thread from async code.
 pub fn group_lag(args: &KafkaArgs, group: &str, topic: &str) -> Result<Vec<PartitionLag>, KafkaError> {
-    let consumer: BaseConsumer = client_config(args).set("group.id", group).set("enable.auto.commit", "false").create()?;
+    let consumer: BaseConsumer =
+        client_config(args).set("group.id", group).set("enable.auto.commit", "false").create()?;
     let md = consumer.fetch_metadata(Some(topic), ADMIN_TIMEOUT)?;
     let partitions: Vec<i32> =
         md.topics().iter().filter(|t| t.name() == topic).flat_map(|t| t.partitions().iter().map(|p| p.id())).collect();

@@ -159,7 +159,11 @@ impl Message {
         check_name("sender", &self.sender, &mut errors);
         check_name("recipient", &self.recipient, &mut errors);
         check_body(&self.body, limits, &mut errors);
-        if errors.is_empty() { Ok(()) } else { Err(errors) }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
     }
 
     /// Decodes and validates a Kafka record payload.

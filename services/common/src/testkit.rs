@@ -63,7 +63,8 @@ impl Namespace {
         // MySQL: a fresh database next to the configured one (the stack grants `pipeline%`).
         let base = url::Url::parse(&stores.mysql.url).expect("MYSQL_URL is a URL");
         let db = format!("{}_{name}", base.path().trim_start_matches('/'));
-        let admin = sqlx::mysql::MySqlPoolOptions::new().max_connections(1).connect(base.as_str()).await.expect("mysql");
+        let admin =
+            sqlx::mysql::MySqlPoolOptions::new().max_connections(1).connect(base.as_str()).await.expect("mysql");
         sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE `{db}`"))).execute(&admin).await.expect("create db");
         let mut url = base.clone();
         url.set_path(&format!("/{db}"));
@@ -164,7 +165,12 @@ pub async fn assert_exact_ids(stores: &[Arc<dyn Store>], expected: &[String]) {
         let got = s.ids().await.expect("ids");
         for sid in &got {
             if let Some(place) = &sid.place {
-                assert_eq!(*place, crate::message::shard_table(crate::message::shard_of(&sid.id)), "{} in wrong table", sid.id);
+                assert_eq!(
+                    *place,
+                    crate::message::shard_table(crate::message::shard_of(&sid.id)),
+                    "{} in wrong table",
+                    sid.id
+                );
             }
         }
         let mut ids: Vec<&String> = got.iter().map(|s| &s.id).collect();
@@ -276,7 +282,10 @@ pub async fn consume_messages(kafka: &KafkaArgs, at_least: usize, timeout: std::
     while std::time::Instant::now() < deadline {
         let wait = if out.len() >= at_least { 2 } else { 1 };
         match tokio::time::timeout(std::time::Duration::from_secs(wait), c.recv()).await {
-            Ok(Ok(m)) => out.push(crate::Message::decode(m.payload().unwrap_or_default(), crate::Limits::default()).expect("a valid message")),
+            Ok(Ok(m)) => out.push(
+                crate::Message::decode(m.payload().unwrap_or_default(), crate::Limits::default())
+                    .expect("a valid message"),
+            ),
             Ok(Err(e)) => panic!("consume: {e}"),
             Err(_) if out.len() >= at_least => break,
             Err(_) => {}

@@ -76,12 +76,14 @@ async fn migrations_create_sixteen_tables_and_rows_land_in_their_shard() {
         let want = batch.iter().filter(|m| shard_table(m.shard()) == table).count() as u64;
         assert_eq!(n, want, "{table}");
     }
-    let (sent_at,): (time::PrimitiveDateTime,) =
-        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT sent_at FROM {} WHERE id = ?", shard_table(batch[0].shard()))))
-            .bind(&batch[0].id)
-            .fetch_one(store.pool())
-            .await
-            .unwrap();
+    let (sent_at,): (time::PrimitiveDateTime,) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT sent_at FROM {} WHERE id = ?",
+        shard_table(batch[0].shard())
+    )))
+    .bind(&batch[0].id)
+    .fetch_one(store.pool())
+    .await
+    .unwrap();
     assert_eq!(sent_at.assume_utc(), batch[0].sent_at, "microseconds survive");
 }
 
@@ -92,8 +94,12 @@ async fn kafka_produces_and_consumes_with_lz4() {
     let k = &ns.kafka;
     ensure_topic(k, &k.topic, 4).await.unwrap();
     ensure_topic(k, &k.topic, 4).await.unwrap(); // idempotent
-    let producer: FutureProducer =
-        client_config(k).set("acks", "all").set("enable.idempotence", "true").set("compression.type", "lz4").create().unwrap();
+    let producer: FutureProducer = client_config(k)
+        .set("acks", "all")
+        .set("enable.idempotence", "true")
+        .set("compression.type", "lz4")
+        .create()
+        .unwrap();
     let m = &messages(1, "k")[0];
     let payload = m.to_json();
     producer.send(FutureRecord::to(&k.topic).key(&m.id).payload(&payload), Duration::from_secs(10)).await.unwrap();
@@ -104,7 +110,8 @@ async fn kafka_produces_and_consumes_with_lz4() {
         .create()
         .unwrap();
     consumer.subscribe(&[&k.topic]).unwrap();
-    let got = tokio::time::timeout(Duration::from_secs(30), consumer.recv()).await.expect("a record within 30 s").unwrap();
+    let got =
+        tokio::time::timeout(Duration::from_secs(30), consumer.recv()).await.expect("a record within 30 s").unwrap();
     assert_eq!(Message::decode(got.payload().unwrap(), Limits::default()).unwrap(), *m);
     consumer.commit_message(&got, rdkafka::consumer::CommitMode::Sync).unwrap();
     let (kk, t, g) = (k.clone(), k.topic.clone(), k.group.clone());

@@ -62,7 +62,11 @@ pub struct IngestConfig {
 
 fn power_of_two(s: &str) -> Result<usize, String> {
     let n: usize = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
-    if n.is_power_of_two() && n >= 64 { Ok(n) } else { Err(format!("{n} is not a power of two of at least 64")) }
+    if n.is_power_of_two() && n >= 64 {
+        Ok(n)
+    } else {
+        Err(format!("{n} is not a power of two of at least 64"))
+    }
 }
 
 impl IngestConfig {

@@ -8,7 +8,7 @@
 //! `&E` and the consumer must move the entry (and its acknowledgement channel) out.
 
 use crate::kafka::{Pending, Publisher};
-use disruptor::{build_multi_producer, MultiProducer, Producer, Sleep, SingleConsumerBarrier};
+use disruptor::{build_multi_producer, MultiProducer, Producer, SingleConsumerBarrier, Sleep};
 use metrics::{counter, gauge, histogram};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -60,10 +60,12 @@ impl Ring {
                 let n = batch.len() as u64;
                 publisher.send_all(batch.drain(..));
                 let drained = c.drained.fetch_add(n, Ordering::Relaxed) + n;
-                gauge!("ingest_ring_occupancy").set((c.published.load(Ordering::Relaxed).saturating_sub(drained)) as f64);
+                gauge!("ingest_ring_occupancy")
+                    .set((c.published.load(Ordering::Relaxed).saturating_sub(drained)) as f64);
             }
         };
-        let producer = build_multi_producer(size, Slot::default, Sleep::new(idle_sleep)).handle_events_with(handler).build();
+        let producer =
+            build_multi_producer(size, Slot::default, Sleep::new(idle_sleep)).handle_events_with(handler).build();
         Ring { producer, counts }
     }
 

@@ -70,8 +70,14 @@ async fn read_json_body(req: &HttpRequest, mut payload: web::Payload, limit: usi
             format!("Content-Type must be application/json, got `{ct}`"),
         ));
     }
-    let too_large = || ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", format!("body over {limit} bytes"));
-    if req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok()).is_some_and(|n| n > limit) {
+    let too_large =
+        || ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", format!("body over {limit} bytes"));
+    if req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+        .is_some_and(|n| n > limit)
+    {
         return Err(too_large());
     }
     let mut body = web::BytesMut::new();
@@ -115,13 +121,21 @@ fn entry(m: &Message, ack: Option<oneshot::Sender<Result<(), String>>>) -> Entry
 async fn await_acks(s: &Settings, acks: Vec<oneshot::Receiver<Result<(), String>>>) -> Result<(), ApiError> {
     let all = futures::future::join_all(acks);
     match tokio::time::timeout(s.cfg.deadline(), all).await {
-        Err(_) => Err(ApiError::unavailable("deadline", "Kafka did not acknowledge within the deadline", s.cfg.retry_after)),
+        Err(_) => {
+            Err(ApiError::unavailable("deadline", "Kafka did not acknowledge within the deadline", s.cfg.retry_after))
+        }
         Ok(results) => {
             for r in results {
                 match r {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => return Err(ApiError::unavailable("kafka_unavailable", &e, s.cfg.retry_after)),
-                    Err(_) => return Err(ApiError::unavailable("kafka_unavailable", "delivery report lost", s.cfg.retry_after)),
+                    Err(_) => {
+                        return Err(ApiError::unavailable(
+                            "kafka_unavailable",
+                            "delivery report lost",
+                            s.cfg.retry_after,
+                        ))
+                    }
                 }
             }
             Ok(())
@@ -142,7 +156,11 @@ async fn publish(s: &Settings, ring: &WorkerRing, msgs: &[Message]) -> Result<()
     }
     let put = {
         let mut r = ring.0.borrow_mut();
-        if entries.len() == 1 { r.try_put(entries.pop().expect("one")) } else { r.try_put_all(entries) }
+        if entries.len() == 1 {
+            r.try_put(entries.pop().expect("one"))
+        } else {
+            r.try_put_all(entries)
+        }
     };
     put.map_err(|_| ApiError::unavailable("ring_full", "the ingest ring is full; retry later", s.cfg.retry_after))?;
     await_acks(s, acks).await
@@ -172,7 +190,13 @@ pub async fn post_batch(
     let bytes = read_json_body(&req, body, s.cfg.max_request_bytes).await?;
     let items: Vec<Value> = match serde_json::from_slice::<Value>(&bytes).map_err(json_error)? {
         Value::Array(items) => items,
-        _ => return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_batch", "the body must be a JSON array")),
+        _ => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_batch",
+                "the body must be a JSON array",
+            ))
+        }
     };
     if items.is_empty() || items.len() > s.cfg.max_batch {
         return Err(ApiError::new(
@@ -214,8 +238,12 @@ pub async fn readyz(s: web::Data<Settings>) -> HttpResponse {
     let found = tokio::task::spawn_blocking(move || pipeline_common::kafka::partition_count(&kafka, &topic)).await;
     match found {
         Ok(Ok(Some(n))) => HttpResponse::Ok().json(json!({ "status": "ready", "partitions": n })),
-        Ok(Ok(None)) => HttpResponse::ServiceUnavailable().json(json!({ "status": "not_ready", "detail": "topic missing" })),
-        Ok(Err(e)) => HttpResponse::ServiceUnavailable().json(json!({ "status": "not_ready", "detail": e.to_string() })),
+        Ok(Ok(None)) => {
+            HttpResponse::ServiceUnavailable().json(json!({ "status": "not_ready", "detail": "topic missing" }))
+        }
+        Ok(Err(e)) => {
+            HttpResponse::ServiceUnavailable().json(json!({ "status": "not_ready", "detail": e.to_string() }))
+        }
         Err(e) => HttpResponse::ServiceUnavailable().json(json!({ "status": "not_ready", "detail": e.to_string() })),
     }
 }
@@ -226,5 +254,6 @@ pub async fn metrics(handle: web::Data<metrics_exporter_prometheus::PrometheusHa
 
 /// Catch-all: unknown paths and methods get the same JSON error shape.
 pub async fn not_found(req: HttpRequest) -> HttpResponse {
-    ApiError::new(StatusCode::NOT_FOUND, "not_found", format!("no route for {} {}", req.method(), req.path())).error_response()
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", format!("no route for {} {}", req.method(), req.path()))
+        .error_response()
 }

@@ -35,7 +35,8 @@ impl Application {
         let ring = Ring::start(cfg.ring_size, Duration::from_micros(cfg.ring_idle_sleep_us), publisher.clone());
         let listener = TcpListener::bind(cfg.listen).with_context(|| format!("binding {}", cfg.listen))?;
         let port = listener.local_addr()?.port();
-        let workers = if cfg.workers == 0 { std::thread::available_parallelism().map_or(2, |n| n.get()) } else { cfg.workers };
+        let workers =
+            if cfg.workers == 0 { std::thread::available_parallelism().map_or(2, |n| n.get()) } else { cfg.workers };
         let shutdown_grace = cfg.deadline() + Duration::from_secs(1);
         let settings = web::Data::new(Settings { cfg });
         let worker_ring = ring.clone();

@@ -28,11 +28,27 @@ async fn spawn(ns: &Namespace, brokers: Option<&str>, args: &[&str]) -> TestApp 
 }
 
 impl TestApp {
-    async fn post(&self, path: &str, body: impl Into<reqwest::Body>) -> (StatusCode, Value, reqwest::header::HeaderMap) {
+    async fn post(
+        &self,
+        path: &str,
+        body: impl Into<reqwest::Body>,
+    ) -> (StatusCode, Value, reqwest::header::HeaderMap) {
         self.post_ct(path, "application/json", body).await
     }
-    async fn post_ct(&self, path: &str, ct: &str, body: impl Into<reqwest::Body>) -> (StatusCode, Value, reqwest::header::HeaderMap) {
-        let r = self.client.post(format!("{}{path}", self.base)).header("content-type", ct).body(body).send().await.unwrap();
+    async fn post_ct(
+        &self,
+        path: &str,
+        ct: &str,
+        body: impl Into<reqwest::Body>,
+    ) -> (StatusCode, Value, reqwest::header::HeaderMap) {
+        let r = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .header("content-type", ct)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
         let (status, headers) = (r.status(), r.headers().clone());
         let text = r.text().await.unwrap();
         (status, serde_json::from_str(&text).unwrap_or(Value::String(text)), headers)
@@ -42,7 +58,13 @@ impl TestApp {
 /// Total records on the namespace's topic (sum of high watermarks).
 async fn records_on_topic(ns: &Namespace) -> i64 {
     let k = ns.kafka.clone();
-    tokio::task::spawn_blocking(move || group_lag(&k, "nobody", &k.topic)).await.unwrap().unwrap().iter().map(|p| p.high).sum()
+    tokio::task::spawn_blocking(move || group_lag(&k, "nobody", &k.topic))
+        .await
+        .unwrap()
+        .unwrap()
+        .iter()
+        .map(|p| p.high)
+        .sum()
 }
 
 fn msg(i: usize) -> Value {
@@ -57,7 +79,8 @@ async fn single_and_batch_posts_land_on_the_topic_exactly() {
     let (st, body, _) = app.post("/v1/messages", msg(0).to_string()).await;
     assert_eq!(st, StatusCode::ACCEPTED, "{body}");
     assert_eq!(body["id"], "m-0");
-    let (st, body, _) = app.post("/v1/messages", json!({"sender": "a", "recipient": "b", "body": "no id"}).to_string()).await;
+    let (st, body, _) =
+        app.post("/v1/messages", json!({"sender": "a", "recipient": "b", "body": "no id"}).to_string()).await;
     assert_eq!(st, StatusCode::ACCEPTED);
     let generated = body["id"].as_str().unwrap().to_string();
     assert_eq!(generated.len(), 36, "a UUIDv7 is generated");
@@ -84,15 +107,63 @@ async fn every_error_case_has_its_status_and_code() {
     let app = spawn(&ns, None, &["--max-request-bytes", "2048", "--max-batch", "5"]).await;
     let cases: Vec<(&str, &str, String, StatusCode, &str)> = vec![
         ("/v1/messages", "application/json", "{\"sender\": \"a\",".into(), StatusCode::BAD_REQUEST, "malformed_json"),
-        ("/v1/messages", "text/plain", msg(1).to_string(), StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
-        ("/v1/messages", "application/json", json!({"sender":"a","recipient":"b","body":"x".repeat(4000)}).to_string(), StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
-        ("/v1/messages", "application/json", json!({"sender":"","recipient":"b","body":"x"}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_message"),
-        ("/v1/messages", "application/json", json!({"sender":"a","recipient":"b","body":"x","extra":1}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_message"),
-        ("/v1/messages", "application/json", json!({"sender":"a","recipient":"b","body":"x","sent_at":"yesterday"}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_message"),
-        ("/v1/messages", "application/json", json!({"id":"a b","sender":"a","recipient":"b","body":"x"}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_message"),
-        ("/v1/messages/batch", "application/json", msg(1).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_batch"),
+        (
+            "/v1/messages",
+            "text/plain",
+            msg(1).to_string(),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+        ),
+        (
+            "/v1/messages",
+            "application/json",
+            json!({"sender":"a","recipient":"b","body":"x".repeat(4000)}).to_string(),
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+        ),
+        (
+            "/v1/messages",
+            "application/json",
+            json!({"sender":"","recipient":"b","body":"x"}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_message",
+        ),
+        (
+            "/v1/messages",
+            "application/json",
+            json!({"sender":"a","recipient":"b","body":"x","extra":1}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_message",
+        ),
+        (
+            "/v1/messages",
+            "application/json",
+            json!({"sender":"a","recipient":"b","body":"x","sent_at":"yesterday"}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_message",
+        ),
+        (
+            "/v1/messages",
+            "application/json",
+            json!({"id":"a b","sender":"a","recipient":"b","body":"x"}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_message",
+        ),
+        (
+            "/v1/messages/batch",
+            "application/json",
+            msg(1).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_batch",
+        ),
         ("/v1/messages/batch", "application/json", "[]".into(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_batch"),
-        ("/v1/messages/batch", "application/json", Value::Array((0..6).map(msg).collect()).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_batch"),
+        (
+            "/v1/messages/batch",
+            "application/json",
+            Value::Array((0..6).map(msg).collect()).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_batch",
+        ),
         ("/nope", "application/json", "{}".into(), StatusCode::NOT_FOUND, "not_found"),
     ];
     for (path, ct, body, status, code) in cases {
@@ -108,8 +179,12 @@ async fn every_error_case_has_its_status_and_code() {
     items[3]["recipient"] = json!("r".repeat(65));
     let (st, v, _) = app.post("/v1/messages/batch", Value::Array(items).to_string()).await;
     assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY);
-    let bad: Vec<(u64, &str)> =
-        v["detail"].as_array().unwrap().iter().map(|e| (e["index"].as_u64().unwrap(), e["field"].as_str().unwrap())).collect();
+    let bad: Vec<(u64, &str)> = v["detail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["index"].as_u64().unwrap(), e["field"].as_str().unwrap()))
+        .collect();
     assert_eq!(bad, [(1, "sender"), (3, "recipient")]);
     assert_eq!(records_on_topic(&ns).await, 0, "bad input changes nothing");
 }
@@ -207,7 +282,12 @@ async fn a_full_ring_answers_503_at_once() {
     let dead = format!("127.0.0.1:{}", free_port());
     // A 64-slot ring (the disruptor's minimum) in front of a producer that holds 1 record and a
     // broker that never answers: in ring-ack mode the first ~65 are accepted, then the ring is full.
-    let app = spawn(&ns, Some(&dead), &["--ack", "ring", "--ring-size", "64", "--producer-queue", "1", "--deadline-ms", "5000"]).await;
+    let app = spawn(
+        &ns,
+        Some(&dead),
+        &["--ack", "ring", "--ring-size", "64", "--producer-queue", "1", "--deadline-ms", "5000"],
+    )
+    .await;
     let mut statuses = Vec::new();
     for i in 0..100 {
         let t = Instant::now();
@@ -223,5 +303,8 @@ async fn a_full_ring_answers_503_at_once() {
     assert!((64..=70).contains(&accepted), "the ring's worth accepted, then 503: {statuses:?}");
     assert_eq!(statuses.iter().filter(|s| **s == 503).count(), 100 - accepted, "{statuses:?}");
     let metrics = app.client.get(format!("{}/metrics", app.base)).send().await.unwrap().text().await.unwrap();
-    assert!(metrics.lines().any(|l| l.starts_with("ingest_ring_rejections_total") && !l.ends_with(" 0")), "rejections are counted");
+    assert!(
+        metrics.lines().any(|l| l.starts_with("ingest_ring_rejections_total") && !l.ends_with(" 0")),
+        "rejections are counted"
+    );
 }

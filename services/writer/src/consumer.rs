@@ -8,7 +8,9 @@ use crate::tracker::Tracker;
 use metrics::{counter, gauge};
 use pipeline_common::kafka::client_config;
 use pipeline_common::message::{Limits, Message};
-use rdkafka::consumer::{BaseConsumer, CommitMode as KafkaCommit, Consumer, ConsumerContext, Rebalance, StreamConsumer};
+use rdkafka::consumer::{
+    BaseConsumer, CommitMode as KafkaCommit, Consumer, ConsumerContext, Rebalance, StreamConsumer,
+};
 use rdkafka::error::KafkaResult;
 use rdkafka::message::BorrowedMessage;
 use rdkafka::{ClientContext, Message as _, Offset, TopicPartitionList};
@@ -169,7 +171,13 @@ impl BatchConsumer {
         out.push((m.partition(), m.offset(), m.payload().unwrap_or_default().to_vec()));
     }
 
-    async fn handle(&self, batch: u64, records: Vec<(i32, i64, Vec<u8>)>, limits: Limits, done: &mpsc::UnboundedSender<u64>) {
+    async fn handle(
+        &self,
+        batch: u64,
+        records: Vec<(i32, i64, Vec<u8>)>,
+        limits: Limits,
+        done: &mpsc::UnboundedSender<u64>,
+    ) {
         counter!("writer_records_total").increment(records.len() as u64);
         let mut last: BTreeMap<i32, i64> = BTreeMap::new();
         let mut messages = Vec::with_capacity(records.len());

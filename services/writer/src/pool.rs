@@ -248,7 +248,10 @@ mod tests {
 
     #[test]
     fn parses_the_seed_shape() {
-        assert_eq!(spec("12/24/1000/caller-runs"), PoolSpec { core: 12, max: 24, queue: 1000, policy: Policy::CallerRuns });
+        assert_eq!(
+            spec("12/24/1000/caller-runs"),
+            PoolSpec { core: 12, max: 24, queue: 1000, policy: Policy::CallerRuns }
+        );
         assert_eq!(spec("2/2/0/reject").to_string(), "2/2/0/reject");
         assert!("12/24/1000".parse::<PoolSpec>().is_err());
         assert!("3/2/10/block".parse::<PoolSpec>().is_err());

@@ -62,7 +62,12 @@ impl Run {
     }
 
     async fn metric(&self, name_and_labels: &str) -> f64 {
-        let body = reqwest::get(format!("http://127.0.0.1:{}/metrics", self.metrics_port)).await.unwrap().text().await.unwrap();
+        let body = reqwest::get(format!("http://127.0.0.1:{}/metrics", self.metrics_port))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
         body.lines()
             .filter(|l| l.starts_with(name_and_labels))
             .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
@@ -109,7 +114,12 @@ async fn seed_a_es_sync_per_store_pools() {
 
 #[tokio::test]
 async fn seed_b_all_async_shared_pool() {
-    policy_run("b_sh", &["--sync-stores", "none", "--pool", "shared"], &[("writer_pool_completed_total{pool=\"shared\"}", 1.0)]).await;
+    policy_run(
+        "b_sh",
+        &["--sync-stores", "none", "--pool", "shared"],
+        &[("writer_pool_completed_total{pool=\"shared\"}", 1.0)],
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -117,7 +127,18 @@ async fn seed_b_all_async_per_store_reject_policy() {
     // Tiny pools with the `reject` policy: rejections happen, and nothing is lost to them.
     policy_run(
         "b_rej",
-        &["--sync-stores", "none", "--pool-mysql", "1/1/1/reject", "--pool-redis", "1/1/1/reject", "--pool-es", "1/1/1/reject", "--pool-mongo", "1/1/1/reject"],
+        &[
+            "--sync-stores",
+            "none",
+            "--pool-mysql",
+            "1/1/1/reject",
+            "--pool-redis",
+            "1/1/1/reject",
+            "--pool-es",
+            "1/1/1/reject",
+            "--pool-mongo",
+            "1/1/1/reject",
+        ],
         &[("writer_pool_rejected_total", 1.0), ("writer_pool_completed_total{pool=\"mysql\"}", 1.0)],
     )
     .await;
@@ -191,7 +212,18 @@ async fn a_store_outage_holds_commits_and_recovers() {
     let redis = |dir: &std::path::Path| {
         Child(
             std::process::Command::new("redis-server")
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--appendonly", "yes", "--appendfsync", "always", "--save", ""])
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--bind",
+                    "127.0.0.1",
+                    "--appendonly",
+                    "yes",
+                    "--appendfsync",
+                    "always",
+                    "--save",
+                    "",
+                ])
                 .arg("--dir")
                 .arg(dir)
                 .stdout(std::process::Stdio::null())

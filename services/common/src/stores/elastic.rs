@@ -71,7 +71,8 @@ impl EsStore {
     }
 
     async fn refresh(&self) -> Result<(), StoreError> {
-        let resp = self.client.indices().refresh(IndicesRefreshParts::Index(&[&self.index])).send().await.map_err(err)?;
+        let resp =
+            self.client.indices().refresh(IndicesRefreshParts::Index(&[&self.index])).send().await.map_err(err)?;
         json_of(resp, "refresh").await.map(|_| ())
     }
 }
@@ -130,7 +131,10 @@ impl Store for EsStore {
             }
         }
         if transient > 0 {
-            return Err(StoreError::transient(KIND, format!("bulk: {transient} items failed, first: {first_transient}")));
+            return Err(StoreError::transient(
+                KIND,
+                format!("bulk: {transient} items failed, first: {first_transient}"),
+            ));
         }
         Ok(rejected)
     }
@@ -151,8 +155,7 @@ impl Store for EsStore {
             if let Some(a) = after.take() {
                 query["search_after"] = a;
             }
-            let resp =
-                self.client.search(SearchParts::Index(&[&self.index])).body(query).send().await.map_err(err)?;
+            let resp = self.client.search(SearchParts::Index(&[&self.index])).body(query).send().await.map_err(err)?;
             let body = json_of(resp, "search").await?;
             let hits = body["hits"]["hits"].as_array().cloned().unwrap_or_default();
             for h in &hits {

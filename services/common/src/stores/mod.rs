@@ -65,7 +65,11 @@ impl StoreError {
     }
     /// A short label for the `errors by kind` metrics.
     pub fn kind_label(&self) -> &'static str {
-        if self.transient { "transient" } else { "permanent" }
+        if self.transient {
+            "transient"
+        } else {
+            "permanent"
+        }
     }
 }
 

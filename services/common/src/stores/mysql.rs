@@ -53,8 +53,10 @@ impl MysqlStore {
         let mut out = Vec::with_capacity(SHARDS as usize);
         for shard in 0..SHARDS {
             let table = shard_table(shard);
-            let (n,): (i64,) =
-                sqlx::query_as(per_table("SELECT COUNT(*) FROM {}", &table)).fetch_one(&self.pool).await.map_err(err)?;
+            let (n,): (i64,) = sqlx::query_as(per_table("SELECT COUNT(*) FROM {}", &table))
+                .fetch_one(&self.pool)
+                .await
+                .map_err(err)?;
             out.push((table, n as u64));
         }
         Ok(out)
@@ -89,14 +91,12 @@ impl Store for MysqlStore {
                     shard_table(shard)
                 ));
                 q.push_values(chunk, |mut b, m| {
-                    b.push_bind(&m.id)
-                        .push_bind(&m.sender)
-                        .push_bind(&m.recipient)
-                        .push_bind(&m.body)
-                        .push_bind(time::PrimitiveDateTime::new(
+                    b.push_bind(&m.id).push_bind(&m.sender).push_bind(&m.recipient).push_bind(&m.body).push_bind(
+                        time::PrimitiveDateTime::new(
                             m.sent_at.to_offset(time::UtcOffset::UTC).date(),
                             m.sent_at.to_offset(time::UtcOffset::UTC).time(),
-                        ));
+                        ),
+                    );
                 });
                 q.push(" ON DUPLICATE KEY UPDATE id = id");
                 q.build().execute(&mut *tx).await.map_err(err)?;

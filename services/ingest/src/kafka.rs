@@ -13,7 +13,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::util::Timeout;
 use rdkafka::ClientContext;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
@@ -58,6 +58,10 @@ impl ProducerContext for DeliveryCtx {
 pub struct Publisher {
     producer: Arc<ThreadedProducer<DeliveryCtx>>,
     topic: String,
+    /// How long one record may wait for room in librdkafka's queue before it fails.
+    queue_full_timeout: Duration,
+    /// Set when the process is closing: records still waiting for room give up at this instant.
+    closing: Arc<Mutex<Option<Instant>>>,
 }
 
 impl Publisher {
@@ -72,20 +76,46 @@ impl Publisher {
             // Give up on a record well after the HTTP deadline, so a delivery report always comes.
             .set("message.timeout.ms", (cfg.deadline_ms * 6).max(30_000).to_string())
             .create_with_context(DeliveryCtx)?;
-        Ok(Publisher { producer: Arc::new(producer), topic: cfg.kafka.topic.clone() })
+        Ok(Publisher {
+            producer: Arc::new(producer),
+            topic: cfg.kafka.topic.clone(),
+            queue_full_timeout: cfg.deadline(),
+            closing: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    /// From now on, a record waiting for room in the producer's queue waits at most `budget`
+    /// more (an earlier, shorter budget stays).
+    pub fn close(&self, budget: Duration) {
+        let mut c = self.closing.lock().expect("closing lock");
+        let at = Instant::now() + budget;
+        if c.is_none_or(|prev| at < prev) {
+            *c = Some(at);
+        }
+    }
+
+    /// True when a record that started waiting at `since` must give up.
+    fn give_up(&self, since: Instant) -> bool {
+        match *self.closing.lock().expect("closing lock") {
+            Some(at) => Instant::now() >= at,
+            None => since.elapsed() >= self.queue_full_timeout,
+        }
     }
 
     /// Hands records to librdkafka. When its queue is full the ring consumer waits here, which
-    /// backs up the ring, which turns into 503s at the HTTP edge: backpressure end to end.
+    /// backs up the ring, which turns into 503s at the HTTP edge: backpressure end to end. A
+    /// record waits at most the request deadline (Kafka is not taking anything: its request has
+    /// had its 503 by then), so the ring keeps draining and shutdown cannot hang.
     pub fn send_all(&self, records: impl Iterator<Item = Pending>) {
         for p in records {
             let mut opaque = Box::new(Opaque { ack: p.ack, since: p.since });
             let payload = p.payload;
+            let waiting_since = Instant::now();
             loop {
                 let rec = BaseRecord::with_opaque_to(&self.topic, opaque).key(p.key.as_bytes()).payload(&payload);
                 match self.producer.send(rec) {
                     Ok(()) => break,
-                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), rec)) => {
+                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), rec)) if !self.give_up(waiting_since) => {
                         opaque = rec.delivery_opaque;
                         std::thread::sleep(Duration::from_millis(1));
                     }

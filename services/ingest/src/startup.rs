@@ -68,13 +68,25 @@ impl Application {
     /// then drains the ring into the producer and flushes it.
     pub async fn run(self) -> anyhow::Result<()> {
         tracing::info!(port = self.port, boot_id = %telemetry::boot().id, "ingest listening");
+        // If this future is dropped instead of finishing (a test's runtime ending), records
+        // stuck behind a dead broker give up at once, so dropping the ring cannot hang.
+        let _close_on_drop = CloseOnDrop(self.publisher.clone());
         self.server.await?;
         let started = Instant::now();
+        self.publisher.close(Duration::from_secs(30));
         // Dropping the last ring handle joins the ring's consumer after it drained every entry.
         let ring = self.ring;
         tokio::task::spawn_blocking(move || drop(ring)).await?;
         self.publisher.flush(Duration::from_secs(30)).context("flushing the Kafka producer")?;
         tracing::info!(drain_ms = started.elapsed().as_millis() as u64, "ring drained and producer flushed; bye");
         Ok(())
+    }
+}
+
+struct CloseOnDrop(Publisher);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.close(Duration::ZERO);
     }
 }

@@ -1,0 +1,31 @@
+"""Produce N valid messages straight to a topic (for writer benchmarks), with lz4 and acks=all.
+
+    produce.py BROKERS TOPIC N [BODY_BYTES]
+"""
+import datetime
+import json
+import sys
+import uuid
+
+from confluent_kafka import Producer
+
+brokers, topic, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+body = "x" * int(sys.argv[4] if len(sys.argv) > 4 else 256)
+p = Producer({"bootstrap.servers": brokers, "acks": "all", "enable.idempotence": True,
+              "compression.type": "lz4", "linger.ms": 20, "batch.size": 1 << 20})
+now = datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
+failed = []
+for i in range(n):
+    mid = str(uuid.uuid4())
+    msg = {"id": mid, "sender": f"user-{i % 97}", "recipient": f"user-{i % 89}", "body": body, "sent_at": now}
+    while True:
+        try:
+            p.produce(topic, key=mid, value=json.dumps(msg), on_delivery=lambda e, m: e and failed.append(e))
+            break
+        except BufferError:
+            p.poll(0.05)
+    p.poll(0)
+p.flush(120)
+if failed:
+    sys.exit(f"{len(failed)} deliveries failed: {failed[0]}")
+print(f"produced {n} to {topic}")

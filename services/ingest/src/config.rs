@@ -28,8 +28,9 @@ pub struct IngestConfig {
     /// Ring slots; a power of two, at least 64 (the seed: 2^17).
     #[arg(long, env = "INGEST_RING_SIZE", default_value_t = 1 << 17, value_parser = power_of_two)]
     pub ring_size: usize,
-    /// How long the idle ring consumer sleeps between looks, in microseconds. It never spins.
-    #[arg(long, env = "INGEST_RING_IDLE_SLEEP_US", default_value_t = 500)]
+    /// Longest sleep of the idle ring consumer between looks, in microseconds (it starts at 50 µs
+    /// and doubles while the ring stays empty; it never spins).
+    #[arg(long, env = "INGEST_RING_IDLE_SLEEP_US", default_value_t = 10_000)]
     pub ring_idle_sleep_us: u64,
     /// Longest a request may wait for its acknowledgement before a 503, in milliseconds.
     #[arg(long, env = "INGEST_DEADLINE_MS", default_value_t = 5000)]

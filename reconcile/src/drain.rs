@@ -86,9 +86,12 @@ pub async fn wait(
     let mut previous: Option<Counts> = None;
     loop {
         let lag = lag(kafka).await?;
-        let counts = count_all(stores).await?;
-        progress.show(&lag, &counts);
         let caught_up = lag.iter().all(|p| p.lag() == 0);
+        // Count only once the writers have caught up: counting is expensive on some stores
+        // (nx-27017's count_documents scans), and polling it every second slows the very writes
+        // we are waiting for.
+        let counts = if caught_up || Instant::now() >= deadline { count_all(stores).await? } else { Vec::new() };
+        progress.show(&lag, &counts);
         if caught_up && previous.as_ref() == Some(&counts) {
             progress.finish();
             return Ok(Ok(counts));

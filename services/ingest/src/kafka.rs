@@ -115,7 +115,9 @@ impl Publisher {
                 let rec = BaseRecord::with_opaque_to(&self.topic, opaque).key(p.key.as_bytes()).payload(&payload);
                 match self.producer.send(rec) {
                     Ok(()) => break,
-                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), rec)) if !self.give_up(waiting_since) => {
+                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), rec))
+                        if !self.give_up(waiting_since) =>
+                    {
                         opaque = rec.delivery_opaque;
                         std::thread::sleep(Duration::from_millis(1));
                     }

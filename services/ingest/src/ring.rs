@@ -11,8 +11,8 @@
 use crate::kafka::{Pending, Publisher};
 use disruptor::wait_strategies::WaitStrategy;
 use disruptor::{build_multi_producer, MultiProducer, Producer, Sequence, SingleConsumerBarrier};
-use std::cell::Cell;
 use metrics::{counter, gauge, histogram};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -94,8 +94,9 @@ impl Ring {
                     .set((c.published.load(Ordering::Relaxed).saturating_sub(drained)) as f64);
             }
         };
-        let producer =
-            build_multi_producer(size, Slot::default, Backoff { max: idle_sleep_max }).handle_events_with(handler).build();
+        let producer = build_multi_producer(size, Slot::default, Backoff { max: idle_sleep_max })
+            .handle_events_with(handler)
+            .build();
         Ring { producer, counts }
     }
 

@@ -1,5 +1,9 @@
 //! The dead-letter topic: records that cannot be decoded, or that a store refuses for good, go
 //! there with the reason in an `error` header, so one poison record never blocks a partition.
+//!
+//! Delivery to it is at least once: a record dead-lettered in a batch whose offset was not yet
+//! committed when its partition moved is dead-lettered again by the next owner. Undecodable
+//! records are keyed `partition:offset` of the original, so duplicates are recognisable.
 
 use metrics::counter;
 use pipeline_common::config::KafkaArgs;

@@ -195,6 +195,11 @@ async fn sigkill_mid_run_loses_and_duplicates_nothing() {
     w.wait_exit(Duration::from_secs(10)).expect("killed");
     let (committed, _) = run.committed_and_high().await;
     assert!(committed < 50_000, "killed mid-run (committed {committed})");
+    // tansu 0.6.0 keeps a SIGKILLed member's partitions assigned to it while its session lives:
+    // new members that join before the session (10 s, the writer's session.timeout.ms) expires
+    // never get them (seen here: no progress for 240 s). Restarting after the session timeout,
+    // as a supervisor with a restart delay would, works around it; the assertion is unchanged.
+    tokio::time::sleep(Duration::from_secs(15)).await;
     let _w2 = run.writer(&[]);
     run.assert_stored(&ids).await;
     run.wait_committed(50_000).await;

@@ -1,0 +1,16 @@
+# shellcheck shell=bash
+# Sourced by the scripts that use the native stack's cached tools: the one place that names them.
+#   . "$(dirname "$0")/lib.sh"; K6=$(venv_bin k6)
+PIPELINE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PIPELINE_CACHE=${PIPELINE_CACHE:-$HOME/.cache/pipeline}
+
+# The Python venv of scripts/requirements.txt (nx-27017, k6, confluent-kafka). Its name carries a
+# hash of that file, so changed requirements get a new venv and nothing picks a stale one.
+venv_dir() { echo "$PIPELINE_CACHE/venv-$(sha256sum "$PIPELINE_ROOT/scripts/requirements.txt" | cut -c1-12)"; }
+
+# venv_bin NAME: the path of a program in that venv; fails when `scripts/stack up` has not built it.
+venv_bin() {
+  local v; v=$(venv_dir)
+  [[ -f $v/.complete && -x $v/bin/$1 ]] || { echo "no $v/bin/$1: run scripts/stack up first" >&2; return 1; }
+  echo "$v/bin/$1"
+}

@@ -1,8 +1,9 @@
 // Message generator: ids unique per VU and iteration (and per run, via RUN_ID), realistic
 // sender/recipient names and a body of BODY_BYTES (default 256) bytes.
 import exec from 'k6/execution';
+import { intSetting } from './config.js';
 
-const BODY_BYTES = parseInt(__ENV.BODY_BYTES || '256', 10);
+const BODY_BYTES = intSetting('BODY_BYTES');
 const RUN_ID = __ENV.RUN_ID || `${Date.now().toString(36)}`;
 const WORDS = ['order', 'shipped', 'invoice', 'payment', 'refund', 'hello', 'meeting', 'report', 'delta', 'ok'];
 

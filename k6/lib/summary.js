@@ -1,16 +1,22 @@
 // What every script shares: the measured metrics (warm-up excluded), the boot-id check, the
-// thresholds, and the JSON summary that `reconcile count --expect-from` reads.
+// thresholds, the id log (lib/ids.js) and the JSON summary that `reconcile --expect-from` reads.
 import http from 'k6/http';
 import { Counter, Rate, Trend } from 'k6/metrics';
 import exec from 'k6/execution';
+import { setting, MEASURED, scriptNameOf } from './config.js';
+import { IDS_FILE, FORMAT, classOf, logIds, newRun, logRun, logEnd } from './ids.js';
 
-export const BASE = __ENV.INGEST_URL || 'http://127.0.0.1:8080';
-export const OUT = __ENV.SUMMARY_FILE || 'k6/out/summary.json';
+export const BASE = setting('INGEST_URL');
+export const OUT = setting('SUMMARY_FILE');
 
-// All 202'd messages, warm-up included: this is N, what the stores must hold.
+// Messages by answer, warm-up included (warm-up messages are stored too). `accepted` is what
+// every store must hold; `uncertain` ones may be stored (at most once); `refused` never.
 export const accepted = new Counter('accepted_messages');
+export const uncertain = new Counter('uncertain_messages');
+export const refused = new Counter('refused_messages');
 // Measured phase only.
 export const measuredRequests = new Counter('measured_requests');
+export const measuredMessages = new Counter('measured_messages');
 export const measuredErrors = new Rate('measured_errors');
 export const measuredLatency = new Trend('measured_latency', true);
 export const bootChanged = new Counter('boot_id_changed');
@@ -19,6 +25,7 @@ for (const s of ['0', '400', '404', '413', '415', '422', '500', '502', '503', '5
   statusCounters[s] = new Counter(`status_${s}`);
 }
 const otherStatus = new Counter('status_other');
+const byClass = { A: accepted, U: uncertain, R: refused };
 
 export const thresholds = {
   measured_errors: ['rate<0.001'],
@@ -31,9 +38,12 @@ export function bootId() {
   return r.json('boot_id');
 }
 
-// The lifecycle every script re-exports: boot id before and after, and the summary file.
+// The lifecycle every script re-exports: boot id before and after, the id log's RUN marker,
+// and the summary file.
 export function setup() {
-  return { boot_id: bootId(), started: new Date().toISOString() };
+  const run = newRun();
+  logRun(run);
+  return { boot_id: bootId(), started: new Date().toISOString(), run };
 }
 
 export function teardown(data) {
@@ -49,22 +59,18 @@ export function postParams(name, timeout = '10s') {
   return { headers: { 'Content-Type': 'application/json' }, tags: { name }, timeout };
 }
 
-/** Records one response carrying `n` messages. */
-export function record(res, n) {
-  const measured = !exec.scenario.name.startsWith('warmup');
+/** Records one response to a request that carried the messages with `ids`. */
+export function record(res, ids) {
+  const cls = classOf(res.status);
+  byClass[cls].add(ids.length);
+  logIds(cls, ids);
+  if (exec.scenario.name.startsWith('warmup')) return;
   const ok = res.status === 202;
-  if (ok) accepted.add(n);
-  if (!measured) return;
   measuredRequests.add(1);
+  measuredMessages.add(ids.length);
   measuredErrors.add(!ok);
   measuredLatency.add(res.timings.duration);
   if (!ok) (statusCounters[String(res.status)] || otherStatus).add(1);
-}
-
-function durationSeconds(d) {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(d);
-  if (!m) throw new Error(`DURATION ${d} is not like 60s, 2m`);
-  return parseFloat(m[1]) * { ms: 0.001, s: 1, m: 60, h: 3600 }[m[2]];
 }
 
 function val(data, name, field) {
@@ -74,7 +80,14 @@ function val(data, name, field) {
 
 export function summarize(data) {
   // k6's own counter rate divides by the whole run (warm-up included); the measured phase is DURATION.
-  const seconds = durationSeconds(__ENV.DURATION || '60s');
+  const seconds = MEASURED.secs;
+  const run = data.setup_data ? data.setup_data.run : null;
+  const counts = {
+    A: val(data, 'accepted_messages', 'count'),
+    U: val(data, 'uncertain_messages', 'count'),
+    R: val(data, 'refused_messages', 'count'),
+  };
+  if (run) logEnd(run, counts);
   const requests = val(data, 'measured_requests', 'count');
   const non202 = {};
   for (const k of Object.keys(data.metrics)) {
@@ -90,26 +103,31 @@ export function summarize(data) {
     verdicts.push(`implausible: median latency ${lat('med').toFixed(3)} ms with non-202 responses: you measured errors, not the pipeline`);
   }
   const summary = {
-    script: __ENV.SCRIPT || '',
+    script: scriptNameOf() || __ENV.SCRIPT || '',
     base_url: BASE,
     boot_id_start: data.setup_data ? data.setup_data.boot_id : null,
     boot_id_changed: val(data, 'boot_id_changed', 'count') > 0,
-    accepted: val(data, 'accepted_messages', 'count'),
+    accepted: counts.A,
+    uncertain: counts.U,
+    refused: counts.R,
+    // The id log (lib/ids.js): reconcile checks id sets when this is present, totals otherwise.
+    ids: IDS_FILE && run ? { file: IDS_FILE, run, format: FORMAT } : null,
     measured: {
       requests,
       non_202: non202,
       error_rate: errorRate,
       seconds,
       rate_per_s: requests / seconds,
-      messages_per_s: (requests / seconds) * (parseInt(__ENV.BATCH || '1', 10)),
+      messages_per_s: val(data, 'measured_messages', 'count') / seconds,
       latency_ms: { p50: lat('med'), p90: lat('p(90)'), p95: lat('p(95)'), p99: lat('p(99)'), max: lat('max') },
       dropped_iterations: val(data, 'dropped_iterations', 'count'),
     },
     verdicts,
     ok: verdicts.length === 0,
   };
-  const line = `accepted=${summary.accepted} measured: ${requests} requests, ${summary.measured.rate_per_s.toFixed(1)}/s, ` +
+  const idsNote = summary.ids ? `ids: ${IDS_FILE} (run ${run})` : 'ids NOT recorded (set K6_CONSOLE_OUTPUT): reconcile can check totals only';
+  const line = `accepted=${summary.accepted} uncertain=${summary.uncertain} refused=${summary.refused} measured: ${requests} requests, ${summary.measured.rate_per_s.toFixed(1)}/s, ` +
     `p50 ${lat('med').toFixed(2)} ms, p99 ${lat('p(99)').toFixed(2)} ms, non-202 ${JSON.stringify(non202)}` +
-    (verdicts.length ? `\nFAILED: ${verdicts.join('; ')}` : '\nOK') + `\nsummary: ${OUT}\n`;
+    (verdicts.length ? `\nFAILED: ${verdicts.join('; ')}` : '\nOK') + `\nsummary: ${OUT}\n${idsNote}\n`;
   return { [OUT]: JSON.stringify(summary, null, 2), stdout: line };
 }

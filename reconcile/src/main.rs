@@ -1,63 +1,46 @@
 //! `reconcile`: did every injected message arrive exactly once in all four stores?
 //!
-//! Exit codes: 0 all good · 1 counts or ids differ (or reset left data) · 2 bad input ·
-//! 3 the pipeline did not drain in time · 4 a store or the broker could not be reached.
+//! Every check first waits for the pipeline to drain ([`drain::wait`]); then `count` and `diff`
+//! compare id sets when they have them (a k6 summary naming its id log, id files) and say
+//! "totals only" when they do not. Exit codes are in [`cli`].
 
-mod diff;
+mod check;
+mod class;
+mod classify;
+mod cli;
+mod dlq;
 mod drain;
 mod expect;
+mod idlog;
+mod report;
+mod tally;
+mod totals;
 
-use clap::{Parser, Subcommand};
-use pipeline_common::config::{KafkaArgs, StoreArgs};
+#[cfg(test)]
+mod scale_tests;
+
+use clap::Parser;
+use cli::{Cli, Cmd};
+use expect::{Expected, IdSource};
 use pipeline_common::stores::{self, Store, StoreKind};
+use report::Level;
 use serde_json::json;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-#[derive(Parser)]
-#[command(name = "reconcile", about = "Count and compare the four stores against what was injected")]
-struct Cli {
-    #[command(flatten)]
-    kafka: KafkaArgs,
-    #[command(flatten)]
-    stores: StoreArgs,
-    /// Longest wait for the pipeline to drain, in seconds.
-    #[arg(long, global = true, env = "RECONCILE_DRAIN_TIMEOUT", default_value_t = 120)]
-    drain_timeout: u64,
-    /// Print JSON instead of a table.
-    #[arg(long, global = true)]
-    json: bool,
-    #[command(subcommand)]
-    cmd: Cmd,
-}
-
-#[derive(Subcommand)]
-enum Cmd {
-    /// Wait for drain, count every store, compare with the expected total.
-    Count {
-        /// The number of messages injected (acknowledged with 202).
-        #[arg(long, conflicts_with = "expect_from")]
-        expect: Option<u64>,
-        /// A k6 summary written by k6/ scripts (its `accepted` count), or a file of ids, one per line.
-        #[arg(long)]
-        expect_from: Option<PathBuf>,
-    },
-    /// Id-level check: missing, extra, misplaced and duplicated ids, per store.
-    Diff {
-        /// The ids that should be stored, one per line (default: every id any store holds).
-        #[arg(long)]
-        ids: Option<PathBuf>,
-    },
-    /// Wait for drain, empty every store, and check twice that all read zero.
-    Reset,
-}
-
-const MISMATCH: u8 = 1;
+pub const MISMATCH: u8 = 1;
 const BAD_INPUT: u8 = 2;
 const NOT_DRAINED: u8 = 3;
 const UNREACHABLE: u8 = 4;
+
+/// What the command line asks for, resolved from its files before anything is contacted.
+enum Plan {
+    Totals { want: Option<totals::Want>, source: String },
+    Ids(IdSource),
+    StoresOnly,
+    Reset,
+}
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -71,40 +54,77 @@ async fn main() -> ExitCode {
     }
 }
 
+fn plan(cmd: &Cmd) -> anyhow::Result<Plan> {
+    Ok(match cmd {
+        Cmd::Count { expect: Some(n), .. } => {
+            Plan::Totals { want: Some(totals::Want { accepted: *n, uncertain: 0 }), source: format!("--expect {n}") }
+        }
+        Cmd::Count { expect: None, expect_from: None } => Plan::Totals { want: None, source: "no expectation".into() },
+        Cmd::Count { expect: None, expect_from: Some(f) } => match expect::from_file(f)? {
+            Expected::Totals { accepted, uncertain, source } => Plan::Totals {
+                want: Some(totals::Want { accepted, uncertain }),
+                source: format!("{source} (a k6 summary without an id log)"),
+            },
+            Expected::Ids(src) => Plan::Ids(src),
+        },
+        Cmd::Diff { expect_from: Some(f), .. } => match expect::from_file(f)? {
+            Expected::Ids(src) => Plan::Ids(src),
+            Expected::Totals { .. } => anyhow::bail!(
+                "{} names no id log (k6 ran without K6_CONSOLE_OUTPUT): diff needs ids; `count --expect-from` \
+                 checks its totals",
+                f.display()
+            ),
+        },
+        Cmd::Diff { ids: Some(a), uncertain, .. } => {
+            Plan::Ids(IdSource::Plain { accepted: a.clone(), uncertain: uncertain.clone() })
+        }
+        Cmd::Diff { stores_only: true, .. } => Plan::StoresOnly,
+        Cmd::Diff { .. } => anyhow::bail!(
+            "diff needs the expected ids (--expect-from SUMMARY, or --ids FILE [--uncertain FILE]): without them \
+             an id missing from every store is invisible. --stores-only compares the stores with each other only"
+        ),
+        Cmd::Reset => Plan::Reset,
+    })
+}
+
 async fn run(cli: Cli) -> anyhow::Result<u8> {
+    let plan = match plan(&cli.cmd) {
+        Ok(p) => p,
+        Err(e) => return Ok(bad_input(&e, cli.json)),
+    };
+    // Expected ids are loaded before anything is contacted: bad input fails fast.
+    let loaded = match &plan {
+        Plan::Ids(src) => match check::load_expected(&StoreKind::ALL, src) {
+            Ok(t) => Some(t),
+            Err(e) => return Ok(bad_input(&e.into(), cli.json)),
+        },
+        Plan::StoresOnly => Some((tally::Tally::new(&StoreKind::ALL), Default::default())),
+        _ => None,
+    };
     let stores = stores::connect(&cli.stores, &StoreKind::ALL).await?;
     for s in &stores {
         s.prepare().await?;
     }
-    let expected = match &cli.cmd {
-        Cmd::Count { expect, expect_from } => match (expect, expect_from) {
-            (Some(n), _) => Some(*n),
-            (None, Some(f)) => match expect::from_file(f) {
-                Ok(n) => Some(n),
-                Err(e) => return Ok(bad_input(&e, cli.json)),
-            },
-            (None, None) => None,
-        },
-        _ => None,
-    };
-    if let Cmd::Diff { ids } = &cli.cmd {
-        let wanted = match ids.as_ref().map(|f| expect::ids_from_file(f)).transpose() {
-            Ok(w) => w,
-            Err(e) => return Ok(bad_input(&e, cli.json)),
-        };
-        let report = diff::diff(&stores, wanted).await?;
-        report.print(cli.json);
-        return Ok(if report.is_clean() { 0 } else { MISMATCH });
+    if let Plan::Reset = plan {
+        if let Err(code) = drained(&cli, &stores).await? {
+            return Ok(code);
+        }
+        return totals::reset(&stores, cli.json).await;
     }
     let counts = match drained(&cli, &stores).await? {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
-    match cli.cmd {
-        Cmd::Count { .. } => Ok(print_counts(&counts, expected, cli.json)),
-        Cmd::Reset => reset(&stores, cli.json).await,
-        Cmd::Diff { .. } => unreachable!("handled above"),
-    }
+    let (tally, expected, level, source) = match (plan, loaded) {
+        (Plan::Totals { want, source }, _) => return Ok(totals::print_counts(&counts, want, &source, cli.json)),
+        (Plan::Ids(src), Some((t, e))) => (t, Some(e), Level::Ids, src.describe()),
+        (Plan::StoresOnly, Some((t, _))) => (t, None, Level::StoresOnly, "no expected set (--stores-only)".into()),
+        _ => anyhow::bail!("internal: plan without its tally"),
+    };
+    let mut report = check::run(&stores, tally, &cli.kafka, &cli.dlq_topic, level, source, expected).await?;
+    report.counts = Some(counts);
+    report.print(cli.json);
+    Ok(if report.is_clean() { 0 } else { MISMATCH })
 }
 
 fn bad_input(e: &anyhow::Error, as_json: bool) -> u8 {
@@ -122,16 +142,14 @@ async fn drained(cli: &Cli, stores: &[Arc<dyn Store>]) -> anyhow::Result<Result<
     match drain::wait(&cli.kafka, stores, timeout, Duration::from_secs(1)).await? {
         Ok(c) => Ok(Ok(c)),
         Err(nd) => {
-            let lagging: Vec<_> = nd
-                .lagging
-                .iter()
-                .map(|p| json!({ "partition": p.partition, "committed": p.committed, "high": p.high }))
-                .collect();
             if cli.json {
-                println!(
-                    "{}",
-                    json!({ "drained": false, "lagging": lagging, "counts": counts_json(&nd.counts, None) })
-                );
+                let lagging: Vec<_> = nd
+                    .lagging
+                    .iter()
+                    .map(|p| json!({ "partition": p.partition, "committed": p.committed, "high": p.high }))
+                    .collect();
+                let counts: Vec<_> = nd.counts.iter().map(|(k, n)| json!({ "store": k, "count": n })).collect();
+                println!("{}", json!({ "drained": false, "lagging": lagging, "counts": counts }));
             } else {
                 eprintln!("reconcile: not drained after {} s; lagging partitions:", cli.drain_timeout);
                 for p in &nd.lagging {
@@ -148,61 +166,4 @@ async fn drained(cli: &Cli, stores: &[Arc<dyn Store>]) -> anyhow::Result<Result<
             Ok(Err(NOT_DRAINED))
         }
     }
-}
-
-fn counts_json(counts: &drain::Counts, expected: Option<u64>) -> serde_json::Value {
-    counts
-        .iter()
-        .map(|(k, n)| json!({ "store": k, "count": n, "expected": expected, "difference": expected.map(|e| *n as i64 - e as i64) }))
-        .collect()
-}
-
-/// Prints the table (or JSON) and returns the exit code: 0 only if every store equals the
-/// expectation (or, without one, if all four agree).
-fn print_counts(counts: &drain::Counts, expected: Option<u64>, as_json: bool) -> u8 {
-    let target = expected.unwrap_or(counts[0].1);
-    let ok = counts.iter().all(|(_, n)| *n == target);
-    if as_json {
-        println!(
-            "{}",
-            json!({ "drained": true, "expected": expected, "ok": ok, "stores": counts_json(counts, expected) })
-        );
-    } else {
-        println!("{:<8} {:>12} {:>12} {:>12}", "store", "count", "expected", "difference");
-        for (k, n) in counts {
-            let (e, d) = match expected {
-                Some(e) => (e.to_string(), format!("{:+}", *n as i64 - e as i64)),
-                None => ("-".into(), "-".into()),
-            };
-            println!("{:<8} {:>12} {:>12} {:>12}", k.name(), n, e, d);
-        }
-        println!("{}", if ok { "OK: every store holds the expected count" } else { "MISMATCH" });
-    }
-    if ok {
-        0
-    } else {
-        MISMATCH
-    }
-}
-
-async fn reset(stores: &[Arc<dyn Store>], as_json: bool) -> anyhow::Result<u8> {
-    for s in stores {
-        s.reset().await?;
-    }
-    let first = drain::count_all(stores).await?;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let second = drain::count_all(stores).await?;
-    let ok = first.iter().chain(&second).all(|(_, n)| *n == 0);
-    if as_json {
-        println!(
-            "{}",
-            json!({ "ok": ok, "first": counts_json(&first, Some(0)), "second": counts_json(&second, Some(0)) })
-        );
-    } else {
-        for ((k, a), (_, b)) in first.iter().zip(&second) {
-            println!("{:<8} {:>10} {:>10}", k.name(), a, b);
-        }
-        println!("{}", if ok { "OK: every store reads 0, twice" } else { "NOT EMPTY: something is still writing" });
-    }
-    Ok(if ok { 0 } else { MISMATCH })
 }

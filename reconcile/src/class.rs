@@ -1,0 +1,96 @@
+//! One class of findings ("missing from es", "dead-lettered (accepted)"...): a total and a few
+//! examples.
+//!
+//! The examples are the smallest ids of the class, so two runs over the same data print the same
+//! examples, without sorting millions of ids to get them: a bounded ordered map costs
+//! O(log EXAMPLES) per id. Details ("in messages_03", "es: mapping error") are formatted only for
+//! ids that make it into the examples, which keeps a class of two million ids cheap.
+
+use std::collections::BTreeMap;
+
+/// Examples kept per class.
+pub const EXAMPLES: usize = 20;
+
+/// Whether a non-zero class breaks the promise (exit 1) or only informs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    Failure,
+    Info,
+}
+
+#[derive(Debug, Clone)]
+pub struct Class {
+    pub severity: Severity,
+    pub total: u64,
+    /// id → the example as printed, the smallest ids only.
+    examples: BTreeMap<Box<str>, String>,
+}
+
+impl Class {
+    pub fn new(severity: Severity) -> Class {
+        Class { severity, total: 0, examples: BTreeMap::new() }
+    }
+
+    /// Counts `id`; its example is the id itself.
+    pub fn add(&mut self, id: &str) {
+        self.add_with(id, || id.to_string());
+    }
+
+    /// Counts `id`; `detail` formats its example, and is called only if the id is kept.
+    pub fn add_with(&mut self, id: &str, detail: impl FnOnce() -> String) {
+        self.total += 1;
+        let full = self.examples.len() >= EXAMPLES;
+        if full && self.examples.last_key_value().is_some_and(|(max, _)| id >= &**max) {
+            return;
+        }
+        if self.examples.contains_key(id) {
+            return;
+        }
+        self.examples.insert(id.into(), detail());
+        if self.examples.len() > EXAMPLES {
+            self.examples.pop_last();
+        }
+    }
+
+    /// Counts a finding with an example that is not an id (kept by the same rule).
+    pub fn add_example(&mut self, key: &str, example: String) {
+        self.add_with(key, || example);
+    }
+
+    pub fn examples(&self) -> impl Iterator<Item = &str> {
+        self.examples.values().map(String::as_str)
+    }
+
+    pub fn fails(&self) -> bool {
+        self.severity == Severity::Failure && self.total > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_the_smallest_ids_and_counts_all() {
+        let mut c = Class::new(Severity::Failure);
+        for i in (0..100).rev() {
+            c.add_with(&format!("id-{i:03}"), || format!("id-{i:03} (detail)"));
+        }
+        assert_eq!(c.total, 100);
+        let ex: Vec<&str> = c.examples().collect();
+        assert_eq!(ex.len(), EXAMPLES);
+        assert_eq!(ex[0], "id-000 (detail)");
+        assert_eq!(ex[EXAMPLES - 1], "id-019 (detail)");
+    }
+
+    #[test]
+    fn details_are_formatted_only_for_kept_ids() {
+        let mut c = Class::new(Severity::Info);
+        for i in 0..EXAMPLES {
+            c.add(&format!("a{i:02}"));
+        }
+        c.add_with("zzz", || panic!("a larger id than every example is not formatted"));
+        assert_eq!(c.total as usize, EXAMPLES + 1);
+        assert!(!c.fails(), "info classes never fail");
+    }
+}

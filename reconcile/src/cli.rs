@@ -1,0 +1,64 @@
+//! The command line. Exit codes: 0 all good · 1 ids or counts differ (or reset left data) ·
+//! 2 bad input · 3 the pipeline did not drain in time · 4 a store or the broker could not be
+//! reached.
+
+use clap::{Parser, Subcommand};
+use pipeline_common::config::{KafkaArgs, StoreArgs};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(name = "reconcile", about = "Check the four stores against what was injected, id by id")]
+pub struct Cli {
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+    #[command(flatten)]
+    pub stores: StoreArgs,
+    /// Longest wait for the pipeline to drain, in seconds.
+    #[arg(long, global = true, env = "RECONCILE_DRAIN_TIMEOUT", default_value_t = 120)]
+    pub drain_timeout: u64,
+    /// The writer's dead-letter topic, read whole so that dead-lettered ids are reported as such.
+    #[arg(long, global = true, env = "WRITER_DLQ_TOPIC", default_value = "messages.dlq")]
+    pub dlq_topic: String,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+pub enum Cmd {
+    /// Wait for drain, then check every store: id sets when FILE has ids, totals otherwise.
+    Count {
+        /// Totals only: the number of messages acknowledged with 202.
+        #[arg(long, conflicts_with = "expect_from")]
+        expect: Option<u64>,
+        /// A k6 summary written by k6/ scripts (id level when it names its id log, totals
+        /// otherwise), a k6 id log, or a file of accepted ids, one per line.
+        #[arg(long)]
+        expect_from: Option<PathBuf>,
+    },
+    /// Wait for drain, then list missing, extra, refused, duplicated, misplaced and dead-lettered
+    /// ids per store, with examples.
+    ///
+    /// Needs an expected set (`--expect-from`, or `--ids` with optional `--uncertain`): without
+    /// one an id missing from every store cannot be seen, so `diff` refuses (exit 2) unless
+    /// `--stores-only` asks explicitly for the weaker check, which is labelled as such.
+    Diff {
+        /// A k6 summary naming its id log, or a k6 id log.
+        #[arg(long, conflicts_with_all = ["ids", "uncertain", "stores_only"])]
+        expect_from: Option<PathBuf>,
+        /// The accepted ids (202), one per line.
+        #[arg(long, conflicts_with = "stores_only")]
+        ids: Option<PathBuf>,
+        /// Ids whose outcome the client does not know (504, timeout), one per line: they may be
+        /// stored, at most once.
+        #[arg(long, requires = "ids")]
+        uncertain: Option<PathBuf>,
+        /// No expected set: report only where the stores disagree with each other.
+        #[arg(long)]
+        stores_only: bool,
+    },
+    /// Wait for drain, empty every store, and check twice that all read zero.
+    Reset,
+}

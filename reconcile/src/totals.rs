@@ -1,0 +1,93 @@
+//! The totals-only check (`count --expect N`, or a k6 summary without an id log) and `reset`.
+//!
+//! Totals are the weak check: an extra id in a store hides a lost one. The output says
+//! "totals only" every time, so nobody mistakes it for the id-level check.
+
+use crate::drain::{self, Counts};
+use pipeline_common::stores::Store;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What the totals are compared with: `accepted` 202s plus up to `uncertain` more.
+#[derive(Debug, Clone, Copy)]
+pub struct Want {
+    pub accepted: u64,
+    pub uncertain: u64,
+}
+
+fn counts_json(counts: &Counts, want: Option<Want>) -> serde_json::Value {
+    counts
+        .iter()
+        .map(|(k, n)| {
+            let e = want.map(|w| w.accepted);
+            json!({ "store": k, "count": n, "expected": e, "difference": e.map(|e| *n as i64 - e as i64) })
+        })
+        .collect()
+}
+
+/// Prints the table (or JSON) and returns the exit code: 0 only if every store holds between
+/// `accepted` and `accepted + uncertain` (or, without an expectation, if all agree).
+pub fn print_counts(counts: &Counts, want: Option<Want>, source: &str, as_json: bool) -> u8 {
+    let first = counts.first().map(|c| c.1).unwrap_or(0);
+    let fits = |n: u64| match want {
+        Some(w) => n >= w.accepted && n <= w.accepted + w.uncertain,
+        None => n == first,
+    };
+    let ok = counts.iter().all(|(_, n)| fits(*n));
+    let message = match (ok, want) {
+        (true, Some(_)) => "OK (totals only: ids not checked): every store holds the expected count",
+        (false, Some(_)) => "MISMATCH (totals only: ids not checked)",
+        (true, None) => "STORES AGREE on totals (totals only, nothing expected given)",
+        (false, None) => "STORES DISAGREE on totals (totals only, nothing expected given)",
+    };
+    if as_json {
+        let expected = want.map(|w| json!({ "accepted": w.accepted, "uncertain": w.uncertain }));
+        println!(
+            "{}",
+            json!({ "check": "totals", "source": source, "drained": true, "expected": expected, "ok": ok,
+                    "verdict": if ok { "ok" } else { "mismatch" }, "message": message,
+                    "stores": counts_json(counts, want) })
+        );
+    } else {
+        println!("check: totals · {source}");
+        println!("{:<8} {:>12} {:>12} {:>12}", "store", "count", "expected", "difference");
+        for (k, n) in counts {
+            let (e, d) = match want {
+                Some(w) if w.uncertain > 0 => (
+                    format!("{}..{}", w.accepted, w.accepted + w.uncertain),
+                    format!("{:+}", *n as i64 - w.accepted as i64),
+                ),
+                Some(w) => (w.accepted.to_string(), format!("{:+}", *n as i64 - w.accepted as i64)),
+                None => ("-".into(), "-".into()),
+            };
+            println!("{:<8} {:>12} {:>12} {:>12}", k.name(), n, e, d);
+        }
+        println!("{message}");
+    }
+    if ok {
+        0
+    } else {
+        crate::MISMATCH
+    }
+}
+
+pub async fn reset(stores: &[Arc<dyn Store>], as_json: bool) -> anyhow::Result<u8> {
+    for s in stores {
+        s.reset().await?;
+    }
+    let first = drain::count_all(stores).await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let second = drain::count_all(stores).await?;
+    let ok = first.iter().chain(&second).all(|(_, n)| *n == 0);
+    let zero = Some(Want { accepted: 0, uncertain: 0 });
+    if as_json {
+        println!("{}", json!({ "ok": ok, "first": counts_json(&first, zero), "second": counts_json(&second, zero) }));
+    } else {
+        for ((k, a), (_, b)) in first.iter().zip(&second) {
+            println!("{:<8} {:>10} {:>10}", k.name(), a, b);
+        }
+        println!("{}", if ok { "OK: every store reads 0, twice" } else { "NOT EMPTY: something is still writing" });
+    }
+    Ok(if ok { 0 } else { crate::MISMATCH })
+}

@@ -17,6 +17,13 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 16 * 1024;
 /// Longest id, sender and recipient, in characters.
 pub const MAX_NAME_CHARS: usize = 64;
 
+/// The UTC years every store can hold in `sent_at`: MySQL/MariaDB `DATETIME` is specified for
+/// 1000-01-01 to 9999-12-31 (strict mode refuses year 10000, and sqlx cannot even encode a
+/// negative year). Elasticsearch and MongoDB hold a wider range, so MySQL sets the limit. The
+/// check is on the UTC instant, because that is what every store keeps: `0000-01-01T00:00:00+00:01`
+/// is year -1 in UTC.
+pub const SENT_AT_YEARS: std::ops::RangeInclusive<i32> = 1000..=9999;
+
 /// What a client posts. Unknown fields are rejected so a typo never silently drops data.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -40,6 +47,7 @@ pub struct Message {
     pub sender: String,
     pub recipient: String,
     pub body: String,
+    /// Always UTC and whole microseconds once it left the ingest (see [`normalize_sent_at`]).
     #[serde(with = "time::serde::rfc3339")]
     pub sent_at: OffsetDateTime,
 }
@@ -110,6 +118,30 @@ fn check_body(body: &str, limits: Limits, errors: &mut Vec<FieldError>) {
     }
 }
 
+/// The form every store receives: converted to UTC and truncated to whole microseconds
+/// (MySQL's `DATETIME(6)` precision). Truncating at the edge means the four stores hold the same
+/// instant, and a value like `9999-12-31T23:59:59.9999999Z` cannot be rounded up into year 10000
+/// by a server that rounds instead of truncating.
+pub fn normalize_sent_at(t: OffsetDateTime) -> OffsetDateTime {
+    let utc = t.to_offset(time::UtcOffset::UTC);
+    let micros = utc.nanosecond() / 1_000 * 1_000;
+    utc.replace_nanosecond(micros).unwrap_or(utc)
+}
+
+fn check_sent_at(t: OffsetDateTime, errors: &mut Vec<FieldError>) {
+    let year = t.to_offset(time::UtcOffset::UTC).year();
+    if !SENT_AT_YEARS.contains(&year) {
+        errors.push(FieldError {
+            field: "sent_at",
+            reason: format!(
+                "must be between years {} and {} in UTC, got UTC year {year}",
+                SENT_AT_YEARS.start(),
+                SENT_AT_YEARS.end()
+            ),
+        });
+    }
+}
+
 impl NewMessage {
     /// Validates every field and fills what the server supplies (id, `sent_at`). Returns all
     /// field errors at once, so a client can fix a request in one round trip.
@@ -122,8 +154,11 @@ impl NewMessage {
         check_name("recipient", &self.recipient, &mut errors);
         check_body(&self.body, limits, &mut errors);
         let sent_at = match self.sent_at.as_deref().map(|s| OffsetDateTime::parse(s, &Rfc3339)) {
-            None => Some(now),
-            Some(Ok(t)) => Some(t),
+            None => Some(normalize_sent_at(now)),
+            Some(Ok(t)) => {
+                check_sent_at(t, &mut errors);
+                Some(normalize_sent_at(t))
+            }
             Some(Err(e)) => {
                 errors.push(FieldError { field: "sent_at", reason: format!("not RFC 3339: {e}") });
                 None
@@ -159,6 +194,7 @@ impl Message {
         check_name("sender", &self.sender, &mut errors);
         check_name("recipient", &self.recipient, &mut errors);
         check_body(&self.body, limits, &mut errors);
+        check_sent_at(self.sent_at, &mut errors);
         if errors.is_empty() {
             Ok(())
         } else {
@@ -166,16 +202,22 @@ impl Message {
         }
     }
 
-    /// Decodes and validates a Kafka record payload.
+    /// Decodes and validates a Kafka record payload. `sent_at` is normalised as the ingest does,
+    /// so records written by an older ingest (with a local offset) are stored the same way.
     pub fn decode(payload: &[u8], limits: Limits) -> Result<Message, DecodeError> {
-        let msg: Message = serde_json::from_slice(payload)?;
+        let mut msg: Message = serde_json::from_slice(payload)?;
         msg.validate(limits).map_err(DecodeError::Invalid)?;
+        msg.sent_at = normalize_sent_at(msg.sent_at);
         Ok(msg)
     }
 
     /// The JSON that travels on the topic and is stored in Redis.
+    ///
+    /// Serialising cannot fail for a validated message (strings, and a `sent_at` inside
+    /// [`SENT_AT_YEARS`], which RFC 3339 can express); the fallback keeps this path panic-free
+    /// anyway, and its output is refused by [`Message::decode`] downstream rather than lost.
     pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("a Message always serialises")
+        serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"unserialisable\":{:?}}}", e.to_string()))
     }
 
     pub fn shard(&self) -> u32 {
@@ -226,6 +268,44 @@ mod tests {
         let errs = bad.into_message(Limits { max_body_bytes: 5 }, OffsetDateTime::now_utc()).unwrap_err();
         let fields: Vec<_> = errs.iter().map(|e| e.field).collect();
         assert_eq!(fields, ["id", "sender", "recipient", "body", "sent_at"]);
+    }
+
+    fn at(sent_at: &str) -> Result<Message, Vec<FieldError>> {
+        NewMessage { sent_at: Some(sent_at.into()), ..new("alice") }
+            .into_message(Limits::default(), OffsetDateTime::now_utc())
+    }
+
+    #[test]
+    fn sent_at_must_be_a_utc_year_every_store_holds() {
+        // Both parse as RFC 3339 but leave MySQL's DATETIME range once converted to UTC: the first
+        // crashed the writer for good (sqlx cannot encode year -1), the second was retried forever.
+        for bad in ["0000-01-01T00:00:00+00:01", "9999-12-31T23:59:59-00:01", "0999-12-31T23:59:59.999999Z"] {
+            let errs = at(bad).unwrap_err();
+            assert_eq!(errs[0].field, "sent_at", "{bad}");
+        }
+        for good in ["1000-01-01T00:00:00Z", "9999-12-31T23:59:59.999999999Z", "1000-01-01T23:59:00+23:59"] {
+            let m = at(good).unwrap_or_else(|e| panic!("{good}: {e:?}"));
+            assert_eq!(m.sent_at.offset(), time::UtcOffset::UTC, "stored as UTC");
+            assert_eq!(m.sent_at.nanosecond() % 1000, 0, "whole microseconds");
+            assert!(SENT_AT_YEARS.contains(&m.sent_at.year()));
+        }
+        let m = at("2026-11-30T12:00:00.123456789+02:00").unwrap();
+        assert_eq!(
+            m.to_json(),
+            format!(
+                r#"{{"id":"{}","sender":"alice","recipient":"bob","body":"hi","sent_at":"2026-11-30T10:00:00.123456Z"}}"#,
+                m.id
+            )
+        );
+    }
+
+    #[test]
+    fn the_writer_refuses_what_the_edge_refuses() {
+        let json = r#"{"id":"x","sender":"a","recipient":"b","body":"c","sent_at":"0000-01-01T00:00:00+00:01"}"#;
+        assert!(matches!(Message::decode(json.as_bytes(), Limits::default()), Err(DecodeError::Invalid(_))));
+        let old = r#"{"id":"x","sender":"a","recipient":"b","body":"c","sent_at":"2020-01-01T01:00:00+01:00"}"#;
+        let m = Message::decode(old.as_bytes(), Limits::default()).unwrap();
+        assert_eq!(m.sent_at.offset(), time::UtcOffset::UTC, "records from an older ingest are normalised too");
     }
 
     #[test]

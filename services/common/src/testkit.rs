@@ -225,9 +225,16 @@ pub fn free_port() -> u16 {
 }
 
 /// Path of a workspace binary (`ingest`, `writer`, `reconcile`), built by `cargo test --workspace`.
+/// `PIPELINE_BIN_DIR` points the black-box tests at other builds of the binaries (release ones,
+/// or an older commit's, to watch a new test fail on the old code).
 pub fn bin_path(name: &str) -> std::path::PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target/<profile>");
+    let dir = match std::env::var_os("PIPELINE_BIN_DIR") {
+        Some(dir) => std::path::PathBuf::from(dir),
+        None => {
+            let exe = std::env::current_exe().expect("current exe");
+            exe.parent().and_then(|d| d.parent()).expect("target/<profile>").to_path_buf()
+        }
+    };
     let p = dir.join(name);
     assert!(p.exists(), "{} not built: run `cargo build --workspace` (or `cargo test --workspace`)", p.display());
     p

@@ -44,9 +44,15 @@ pub struct IngestConfig {
     /// Largest message body, in bytes.
     #[arg(long, env = "MAX_BODY_BYTES", default_value_t = pipeline_common::message::DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
-    /// Largest request, in bytes (a batch of 1,000 small messages fits easily).
+    /// Largest batch request, in bytes (a batch of 1,000 small messages fits easily). The
+    /// single-message route reads at most what one valid message can take (see
+    /// `max_message_request_bytes`), not this.
     #[arg(long, env = "INGEST_MAX_REQUEST_BYTES", default_value_t = 8 << 20)]
     pub max_request_bytes: usize,
+    /// Most bytes of messages held in the ring; past it requests get 503 `ring_full`, like a
+    /// ring without free slots. Bounds the ring's memory by bytes, not only by slots.
+    #[arg(long, env = "INGEST_RING_MAX_BYTES", default_value_t = 512 << 20)]
+    pub ring_max_bytes: u64,
     /// Kafka producer linger, in milliseconds.
     #[arg(long, env = "INGEST_LINGER_MS", default_value_t = 5)]
     pub linger_ms: u64,
@@ -73,5 +79,13 @@ fn power_of_two(s: &str) -> Result<usize, String> {
 impl IngestConfig {
     pub fn deadline(&self) -> Duration {
         Duration::from_millis(self.deadline_ms)
+    }
+
+    /// Largest body of the single-message route: the biggest valid message as JSON. Every body
+    /// byte can be escaped to at most 6 (`\u0001`), each of the three short fields holds at most
+    /// 64 characters of up to 12 escaped bytes (a surrogate pair), plus room for the field names,
+    /// `sent_at` and whitespace.
+    pub fn max_message_request_bytes(&self) -> usize {
+        self.max_body_bytes * 6 + 3 * pipeline_common::message::MAX_NAME_CHARS * 12 + 4096
     }
 }

@@ -17,17 +17,33 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
+/// What became of one record, as far as the ingest can know. The difference between the two
+/// failures is the HTTP contract: a 503 promises the message was not and will not be written; a
+/// 504 says it may have been (a retry with the same id is safe: every store writes by id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivery {
+    /// Kafka acknowledged it (acks=all).
+    Stored,
+    /// It never reached librdkafka (its queue stayed full, or the producer refused it).
+    NotSent(String),
+    /// librdkafka had it and then reported a failure: it may have reached the broker.
+    Uncertain(String),
+}
+
+/// Where a record's [`Delivery`] is reported.
+pub type Ack = oneshot::Sender<Delivery>;
+
 /// A record on its way to Kafka.
 pub struct Pending {
     pub key: String,
     pub payload: Vec<u8>,
-    pub ack: Option<oneshot::Sender<Result<(), String>>>,
+    pub ack: Option<Ack>,
     pub since: Instant,
 }
 
 /// What travels with a record through librdkafka until its delivery report.
 pub struct Opaque {
-    ack: Option<oneshot::Sender<Result<(), String>>>,
+    ack: Option<Ack>,
     since: Instant,
 }
 
@@ -39,11 +55,11 @@ impl ProducerContext for DeliveryCtx {
     fn delivery(&self, result: &DeliveryResult<'_>, opaque: Box<Opaque>) {
         histogram!("ingest_kafka_delivery_seconds").record(opaque.since.elapsed().as_secs_f64());
         let outcome = match result {
-            Ok(_) => Ok(()),
+            Ok(_) => Delivery::Stored,
             Err((e, _)) => {
                 counter!("ingest_kafka_errors_total").increment(1);
                 tracing::warn!(error = %e, "kafka delivery failed");
-                Err(e.to_string())
+                Delivery::Uncertain(e.to_string())
             }
         };
         if let Some(ack) = opaque.ack {
@@ -79,7 +95,10 @@ impl Publisher {
         Ok(Publisher {
             producer: Arc::new(producer),
             topic: cfg.kafka.topic.clone(),
-            queue_full_timeout: cfg.deadline(),
+            // Half the request deadline: a record that cannot enter librdkafka gives up while its
+            // request still waits, so the request can truthfully answer 503 (never written)
+            // instead of 504 (uncertain).
+            queue_full_timeout: cfg.deadline() / 2,
             closing: Arc::new(Mutex::new(None)),
         })
     }
@@ -124,13 +143,20 @@ impl Publisher {
                     Err((e, rec)) => {
                         counter!("ingest_kafka_errors_total").increment(1);
                         if let Some(ack) = rec.delivery_opaque.ack {
-                            let _ = ack.send(Err(e.to_string()));
+                            let _ = ack.send(Delivery::NotSent(e.to_string()));
                         }
                         break;
                     }
                 }
             }
         }
+    }
+
+    /// Topic metadata through the producer's own connection (for `/readyz`: no new client, no
+    /// new connection per probe). Blocking.
+    pub fn partition_count(&self) -> Result<Option<usize>, KafkaError> {
+        let md = self.producer.client().fetch_metadata(Some(&self.topic), Duration::from_secs(5))?;
+        Ok(md.topics().iter().find(|t| t.name() == self.topic && t.error().is_none()).map(|t| t.partitions().len()))
     }
 
     /// Waits until every queued record has a delivery report (shutdown).

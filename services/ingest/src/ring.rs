@@ -7,8 +7,11 @@
 //! an idle ingest costs almost nothing on a 2-core machine that also runs k6 and five servers.
 //! Slots hold their entry behind an uncontended mutex because the disruptor hands consumers
 //! `&E` and the consumer must move the entry (and its acknowledgement channel) out.
+//!
+//! The ring is bounded in bytes as well as in slots: 131,072 slots of messages up to ~100 KB of
+//! JSON each would be gigabytes. A put that would pass the byte bound is a 503 like a full ring.
 
-use crate::kafka::{Pending, Publisher};
+use crate::kafka::{Ack, Pending, Publisher};
 use disruptor::wait_strategies::WaitStrategy;
 use disruptor::{build_multi_producer, MultiProducer, Producer, Sequence, SingleConsumerBarrier};
 use metrics::{counter, gauge, histogram};
@@ -16,18 +19,29 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::oneshot;
 
 /// What a request puts in the ring.
 pub struct Entry {
     pub key: String,
     pub payload: Vec<u8>,
     /// `Some` in `--ack kafka` mode: the delivery report is sent here.
-    pub ack: Option<oneshot::Sender<Result<(), String>>>,
+    pub ack: Option<Ack>,
+}
+
+impl Entry {
+    fn bytes(&self) -> u64 {
+        (self.key.len() + self.payload.len()) as u64
+    }
 }
 
 #[derive(Default)]
 pub struct Slot(Mutex<Option<Entry>>);
+
+/// A slot's entry. Never contended (the disruptor hands a slot to one side at a time); a
+/// poisoned lock still holds a consistent `Option`, so take it rather than panic.
+fn lock(slot: &Slot) -> std::sync::MutexGuard<'_, Option<Entry>> {
+    slot.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// Exponential sleep while the ring is idle: 50 µs after the last event, doubling on every
 /// further empty look, up to `max`. (The crate's `Sleep` sleeps a fixed time: 500 µs cost 5 % of
@@ -56,11 +70,26 @@ impl WaitStrategy for Backoff {
     }
 }
 
-/// Published and drained counts, for the occupancy gauge.
+/// Published and drained counts, for the occupancy gauge, and the bytes held.
 #[derive(Default)]
 struct Counts {
     published: AtomicU64,
     drained: AtomicU64,
+    bytes: AtomicU64,
+    max_bytes: u64,
+}
+
+impl Counts {
+    /// Reserves room for `n` bytes, or refuses when that would pass the bound. An empty ring
+    /// always takes one put, so a single message larger than the bound is never refused forever.
+    fn reserve(&self, n: u64) -> bool {
+        let before = self.bytes.fetch_add(n, Ordering::AcqRel);
+        if before > 0 && before + n > self.max_bytes {
+            self.bytes.fetch_sub(n, Ordering::AcqRel);
+            return false;
+        }
+        true
+    }
 }
 
 /// The ring is full (or has fewer free slots than a batch needs).
@@ -76,19 +105,26 @@ pub struct Ring {
 }
 
 impl Ring {
-    pub fn start(size: usize, idle_sleep_max: Duration, publisher: Publisher) -> Ring {
+    /// A ring of `size` slots holding at most `max_bytes` of records.
+    pub fn start(size: usize, max_bytes: u64, idle_sleep_max: Duration, publisher: Publisher) -> Ring {
         gauge!("ingest_ring_capacity").set(size as f64);
-        let counts = Arc::new(Counts::default());
+        gauge!("ingest_ring_capacity_bytes").set(max_bytes as f64);
+        let counts = Arc::new(Counts { max_bytes, ..Counts::default() });
         let c = counts.clone();
         let mut batch: Vec<Pending> = Vec::new();
+        let mut batch_bytes = 0u64;
         let handler = move |slot: &Slot, _seq: i64, end_of_batch: bool| {
-            if let Some(entry) = slot.0.lock().expect("slot lock").take() {
+            if let Some(entry) = lock(slot).take() {
+                batch_bytes += entry.bytes();
                 batch.push(Pending { key: entry.key, payload: entry.payload, ack: entry.ack, since: Instant::now() });
             }
             if end_of_batch {
                 histogram!("ingest_ring_drain_batch_records").record(batch.len() as f64);
                 let n = batch.len() as u64;
                 publisher.send_all(batch.drain(..));
+                let held = c.bytes.fetch_sub(batch_bytes, Ordering::AcqRel) - batch_bytes;
+                gauge!("ingest_ring_bytes").set(held as f64);
+                batch_bytes = 0;
                 let drained = c.drained.fetch_add(n, Ordering::Relaxed) + n;
                 gauge!("ingest_ring_occupancy")
                     .set((c.published.load(Ordering::Relaxed).saturating_sub(drained)) as f64);
@@ -102,26 +138,21 @@ impl Ring {
 
     /// Puts one entry in the ring, or fails at once when it is full.
     pub fn try_put(&mut self, entry: Entry) -> Result<(), RingFull> {
-        let mut entry = Some(entry);
-        match self.producer.try_publish(|slot| *slot.0.lock().expect("slot lock") = entry.take()) {
-            Ok(_) => {
-                self.counts.published.fetch_add(1, Ordering::Relaxed);
-                Ok(())
-            }
-            Err(_) => {
-                counter!("ingest_ring_rejections_total").increment(1);
-                Err(RingFull)
-            }
-        }
+        self.try_put_all(vec![entry])
     }
 
     /// Puts all entries in the ring or none of them, so a 503 never leaves half a batch behind.
     pub fn try_put_all(&mut self, entries: Vec<Entry>) -> Result<(), RingFull> {
         let n = entries.len();
+        let bytes: u64 = entries.iter().map(Entry::bytes).sum();
+        if !self.counts.reserve(bytes) {
+            counter!("ingest_ring_rejections_total", "reason" => "bytes").increment(1);
+            return Err(RingFull);
+        }
         let mut it = entries.into_iter();
         match self.producer.try_batch_publish(n, |slots| {
             for slot in slots {
-                *slot.0.lock().expect("slot lock") = it.next();
+                *lock(slot) = it.next();
             }
         }) {
             Ok(_) => {
@@ -129,7 +160,8 @@ impl Ring {
                 Ok(())
             }
             Err(_) => {
-                counter!("ingest_ring_rejections_total").increment(1);
+                self.counts.bytes.fetch_sub(bytes, Ordering::AcqRel);
+                counter!("ingest_ring_rejections_total", "reason" => "slots").increment(1);
                 Err(RingFull)
             }
         }

@@ -1,12 +1,23 @@
 //! HTTP handlers. Every error is JSON `{"error": code, "detail": what and where}`; bad input is
-//! a 4xx and never touches the ring; a full ring or a silent Kafka is a 503 with Retry-After,
-//! answered at once or at the deadline, never later.
+//! a 4xx and never touches the ring.
+//!
+//! The answers to a valid request are a contract (docs/architecture.md, "What an answer means"):
+//! - **202**: Kafka acknowledged every message (acks=all); each will be in all four stores once.
+//! - **503** (`ring_full`, `kafka_unavailable`, with Retry-After): nothing of the request was
+//!   written and nothing will be. Retrying is always safe.
+//! - **504** `uncertain` (with Retry-After and the request's `ids`): the messages entered the
+//!   pipeline but Kafka did not confirm them in time (the deadline passed, or librdkafka reported
+//!   a failure after it may have sent them). Each may be stored, at most once; retrying with the
+//!   same ids is safe because every store writes by id.
+//! A client that loses the connection after sending must treat the request as uncertain too.
 
 use crate::config::{AckMode, IngestConfig};
+use crate::kafka::{Delivery, Publisher};
 use crate::ring::{Entry, Ring};
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 use futures::StreamExt;
+use metrics::counter;
 use pipeline_common::message::{FieldError, Limits, Message, NewMessage};
 use pipeline_common::telemetry;
 use serde_json::{json, Value};
@@ -29,14 +40,26 @@ pub struct ApiError {
     code: &'static str,
     detail: Value,
     retry_after: Option<u64>,
+    /// The request's message ids, for an `uncertain` answer.
+    ids: Option<Vec<String>>,
 }
 
 impl ApiError {
     fn new(status: StatusCode, code: &'static str, detail: impl Into<Value>) -> Self {
-        ApiError { status, code, detail: detail.into(), retry_after: None }
+        ApiError { status, code, detail: detail.into(), retry_after: None, ids: None }
     }
+    /// 503: nothing was written.
     fn unavailable(code: &'static str, detail: &str, retry_after: u64) -> Self {
         ApiError { retry_after: Some(retry_after), ..Self::new(StatusCode::SERVICE_UNAVAILABLE, code, detail) }
+    }
+    /// 504: the messages may or may not be stored.
+    fn uncertain(detail: &str, retry_after: u64, msgs: &[Message]) -> Self {
+        counter!("ingest_uncertain_messages_total").increment(msgs.len() as u64);
+        ApiError {
+            retry_after: Some(retry_after),
+            ids: Some(msgs.iter().map(|m| m.id.clone()).collect()),
+            ..Self::new(StatusCode::GATEWAY_TIMEOUT, "uncertain", detail)
+        }
     }
 }
 
@@ -55,7 +78,10 @@ impl ResponseError for ApiError {
         if let Some(s) = self.retry_after {
             resp.insert_header((header::RETRY_AFTER, s.to_string()));
         }
-        resp.json(json!({ "error": self.code, "detail": self.detail }))
+        match &self.ids {
+            Some(ids) => resp.json(json!({ "error": self.code, "detail": self.detail, "ids": ids })),
+            None => resp.json(json!({ "error": self.code, "detail": self.detail })),
+        }
     }
 }
 
@@ -113,33 +139,37 @@ fn limits(s: &Settings) -> Limits {
     Limits { max_body_bytes: s.cfg.max_body_bytes }
 }
 
-fn entry(m: &Message, ack: Option<oneshot::Sender<Result<(), String>>>) -> Entry {
+fn entry(m: &Message, ack: Option<crate::kafka::Ack>) -> Entry {
     Entry { key: m.id.clone(), payload: m.to_json().into_bytes(), ack }
 }
 
-/// Waits for Kafka's delivery reports (in `--ack kafka` mode) within the deadline.
-async fn await_acks(s: &Settings, acks: Vec<oneshot::Receiver<Result<(), String>>>) -> Result<(), ApiError> {
+/// Waits for Kafka's delivery reports (in `--ack kafka` mode) within the deadline and turns
+/// them into the answer: 202 when all are stored, 503 only when none can have been written.
+async fn await_acks(s: &Settings, acks: Vec<oneshot::Receiver<Delivery>>, msgs: &[Message]) -> Result<(), ApiError> {
     let all = futures::future::join_all(acks);
-    match tokio::time::timeout(s.cfg.deadline(), all).await {
+    let results = match tokio::time::timeout(s.cfg.deadline(), all).await {
         Err(_) => {
-            Err(ApiError::unavailable("deadline", "Kafka did not acknowledge within the deadline", s.cfg.retry_after))
+            return Err(ApiError::uncertain("Kafka did not acknowledge within the deadline", s.cfg.retry_after, msgs))
         }
-        Ok(results) => {
-            for r in results {
-                match r {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => return Err(ApiError::unavailable("kafka_unavailable", &e, s.cfg.retry_after)),
-                    Err(_) => {
-                        return Err(ApiError::unavailable(
-                            "kafka_unavailable",
-                            "delivery report lost",
-                            s.cfg.retry_after,
-                        ))
-                    }
-                }
-            }
-            Ok(())
+        Ok(results) => results,
+    };
+    let (mut not_sent, mut uncertain) = (None, None);
+    for r in results {
+        match r {
+            Ok(Delivery::Stored) => {}
+            Ok(Delivery::NotSent(e)) => not_sent = not_sent.or(Some(e)),
+            Ok(Delivery::Uncertain(e)) => uncertain = uncertain.or(Some(e)),
+            // The record's acknowledgement was dropped without a report (cannot happen while
+            // the producer lives): nothing says it was not sent.
+            Err(_) => uncertain = uncertain.or(Some("delivery report lost".to_string())),
         }
+    }
+    match (uncertain, not_sent) {
+        (None, None) => Ok(()),
+        (Some(e), _) => Err(ApiError::uncertain(&e, s.cfg.retry_after, msgs)),
+        // Some messages may be stored and others not: the request as a whole is uncertain.
+        (None, Some(e)) if msgs.len() > 1 => Err(ApiError::uncertain(&e, s.cfg.retry_after, msgs)),
+        (None, Some(e)) => Err(ApiError::unavailable("kafka_unavailable", &e, s.cfg.retry_after)),
     }
 }
 
@@ -163,7 +193,7 @@ async fn publish(s: &Settings, ring: &WorkerRing, msgs: &[Message]) -> Result<()
         }
     };
     put.map_err(|_| ApiError::unavailable("ring_full", "the ingest ring is full; retry later", s.cfg.retry_after))?;
-    await_acks(s, acks).await
+    await_acks(s, acks, msgs).await
 }
 
 pub async fn post_message(
@@ -172,7 +202,7 @@ pub async fn post_message(
     s: web::Data<Settings>,
     ring: web::Data<WorkerRing>,
 ) -> Result<HttpResponse, ApiError> {
-    let bytes = read_json_body(&req, body, s.cfg.max_request_bytes).await?;
+    let bytes = read_json_body(&req, body, s.cfg.max_message_request_bytes()).await?;
     let new: NewMessage = serde_json::from_slice(&bytes).map_err(json_error)?;
     let msg = new.into_message(limits(&s), OffsetDateTime::now_utc()).map_err(|errs| {
         ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_message", Value::Array(field_errors(None, &errs)))
@@ -232,10 +262,9 @@ pub async fn healthz() -> HttpResponse {
     }))
 }
 
-pub async fn readyz(s: web::Data<Settings>) -> HttpResponse {
-    let kafka = s.cfg.kafka.clone();
-    let topic = kafka.topic.clone();
-    let found = tokio::task::spawn_blocking(move || pipeline_common::kafka::partition_count(&kafka, &topic)).await;
+pub async fn readyz(publisher: web::Data<Publisher>) -> HttpResponse {
+    let publisher = publisher.into_inner();
+    let found = tokio::task::spawn_blocking(move || publisher.partition_count()).await;
     match found {
         Ok(Ok(Some(n))) => HttpResponse::Ok().json(json!({ "status": "ready", "partitions": n })),
         Ok(Ok(None)) => {

@@ -32,7 +32,12 @@ impl Application {
             tracing::warn!(error = %e, topic = %cfg.kafka.topic, brokers = %cfg.kafka.brokers, "could not create the topic; continuing");
         }
         let publisher = Publisher::new(&cfg).context("creating the Kafka producer")?;
-        let ring = Ring::start(cfg.ring_size, Duration::from_micros(cfg.ring_idle_sleep_us), publisher.clone());
+        let ring = Ring::start(
+            cfg.ring_size,
+            cfg.ring_max_bytes,
+            Duration::from_micros(cfg.ring_idle_sleep_us),
+            publisher.clone(),
+        );
         let listener = TcpListener::bind(cfg.listen).with_context(|| format!("binding {}", cfg.listen))?;
         let port = listener.local_addr()?.port();
         let workers =
@@ -40,10 +45,12 @@ impl Application {
         let shutdown_grace = cfg.deadline() + Duration::from_secs(1);
         let settings = web::Data::new(Settings { cfg });
         let worker_ring = ring.clone();
+        let shared_publisher = web::Data::new(publisher.clone());
         let server = HttpServer::new(move || {
             App::new()
                 .wrap(middleware::from_fn(crate::telemetry_mw::record))
                 .app_data(settings.clone())
+                .app_data(shared_publisher.clone())
                 .app_data(web::Data::new(handle.clone()))
                 .app_data(web::Data::new(WorkerRing(RefCell::new(worker_ring.clone()))))
                 .route("/v1/messages", web::post().to(routes::post_message))

@@ -97,14 +97,30 @@ pub struct WriterConfig {
     /// Prometheus `/metrics` and `/healthz`.
     #[arg(long, env = "WRITER_METRICS_ADDR", default_value = "127.0.0.1:9464")]
     pub metrics_addr: SocketAddr,
-    /// Longest backoff between retries of a failing store write, in milliseconds.
+    /// First backoff after a transient store error, in milliseconds (doubles, with jitter).
+    #[arg(long, env = "WRITER_RETRY_MIN_MS", default_value_t = 10)]
+    pub retry_min_ms: u64,
+    /// Longest backoff between retries of a failing store write, in milliseconds. Transient
+    /// errors are retried without limit: the partition waits rather than skipping a record.
     #[arg(long, env = "WRITER_RETRY_MAX_MS", default_value_t = 2000)]
     pub retry_max_ms: u64,
+    /// Most bytes of batches waiting in one pool's queue; past it the queue counts as full and
+    /// the pool's policy applies. Bounds memory by bytes, not only by job count.
+    #[arg(long, env = "WRITER_POOL_QUEUE_MAX_BYTES", default_value_t = 256 << 20)]
+    pub pool_queue_max_bytes: usize,
+    /// After SIGTERM: longest wait for in-flight writes, in seconds. Then what is stored is
+    /// committed and the writer exits 0; the rest is redelivered to the next owner.
+    #[arg(long, env = "WRITER_SHUTDOWN_GRACE_SECS", default_value_t = 30)]
+    pub shutdown_grace_secs: u64,
 }
 
 impl WriterConfig {
     pub fn batch_wait(&self) -> Duration {
         Duration::from_millis(self.batch_wait)
+    }
+
+    pub fn shutdown_grace(&self) -> Duration {
+        Duration::from_secs(self.shutdown_grace_secs)
     }
 
     pub fn pool_spec(&self, kind: StoreKind) -> PoolSpec {

@@ -1,10 +1,12 @@
 //! One consumer of the group: pull a batch, decode it, hand it to the dispatcher, commit the
-//! offsets whose records are stored everywhere.
+//! offsets whose records are stored everywhere (see [`crate::tracker`] for what may be committed
+//! across rebalances).
 
 use crate::config::{CommitMode, WriterConfig};
-use crate::dispatch::{Dispatcher, Ticket};
+use crate::dispatch::{Completion, Dispatcher, Ticket};
 use crate::dlq::Dlq;
-use crate::tracker::Tracker;
+use crate::tracker::{Epoch, Tracker};
+use anyhow::bail;
 use metrics::{counter, gauge};
 use pipeline_common::kafka::client_config;
 use pipeline_common::message::{Limits, Message};
@@ -15,57 +17,128 @@ use rdkafka::error::KafkaResult;
 use rdkafka::message::BorrowedMessage;
 use rdkafka::{ClientContext, Message as _, Offset, TopicPartitionList};
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-/// Shares the offset tracker with librdkafka's rebalance callback, which runs inside `recv()`.
+/// One record copied out of librdkafka's buffers, stamped with the assignment epoch of its
+/// partition at the moment it was pulled.
+pub struct Record {
+    pub partition: i32,
+    pub offset: i64,
+    pub epoch: Epoch,
+    pub payload: Vec<u8>,
+}
+
+/// The tracker, shared with librdkafka's callbacks (which run inside `recv()` and inside
+/// commits, on the consumer's own task).
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Tracker>>);
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Tracker> {
+        // A poisoned lock means a panic while it was held; the tracker's data is still
+        // consistent (every method leaves it so), so keep going rather than panic again.
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
 struct Ctx {
     topic: String,
-    tracker: Arc<Mutex<Tracker>>,
+    tracker: Shared,
 }
 
 impl ClientContext for Ctx {}
 
 impl ConsumerContext for Ctx {
-    /// Before partitions go to another member: commit what is complete, forget the rest (the
-    /// new owner gets it again and rewrites it idempotently).
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        if let Rebalance::Revoke(tpl) = rebalance {
-            let mut tracker = self.tracker.lock().expect("tracker lock");
-            commit(consumer, &self.topic, tracker.take_committable(), KafkaCommit::Sync);
-            for e in tpl.elements() {
-                tracker.revoke(e.partition());
+        let partitions = |tpl: &TopicPartitionList| tpl.elements().iter().map(|e| e.partition()).collect::<Vec<_>>();
+        match rebalance {
+            // Assign before librdkafka does, so no record of the new assignment arrives without
+            // an epoch.
+            Rebalance::Assign(tpl) => {
+                let mut t = self.tracker.lock();
+                for e in tpl.elements() {
+                    t.assign(e.partition());
+                }
+                tracing::info!(partitions = ?partitions(tpl), "partitions assigned");
             }
-            tracing::info!(partitions = ?tpl.elements().iter().map(|e| e.partition()).collect::<Vec<_>>(), "partitions revoked");
+            Rebalance::Revoke(tpl) => {
+                let lost = consumer.assignment_lost();
+                let mut t = self.tracker.lock();
+                // A lost assignment may already belong to another member: committing could move
+                // its offsets backwards. Only a clean revoke commits what is stored.
+                if !lost {
+                    let offsets = t.to_commit_finally();
+                    drop(t);
+                    commit(consumer, &self.topic, &self.tracker, offsets, KafkaCommit::Sync);
+                    t = self.tracker.lock();
+                }
+                for e in tpl.elements() {
+                    t.revoke(e.partition());
+                }
+                tracing::info!(partitions = ?partitions(tpl), lost, "partitions revoked");
+            }
+            Rebalance::Error(e) => {
+                // librdkafka unassigns everything after a failed rebalance.
+                self.tracker.lock().revoke_all();
+                tracing::warn!(error = %e, "rebalance failed; every partition dropped");
+            }
         }
     }
 
-    fn post_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        if let Rebalance::Assign(tpl) = rebalance {
-            tracing::info!(partitions = ?tpl.elements().iter().map(|e| e.partition()).collect::<Vec<_>>(), "partitions assigned");
-        }
+    /// The broker's answer to a commit: only acknowledged offsets reach the gauge, and a failed
+    /// commit is asked again by the next `to_commit`.
+    fn commit_callback(&self, result: KafkaResult<()>, offsets: &TopicPartitionList) {
+        acknowledge(&self.tracker, &result, offsets);
     }
 }
 
-fn commit<C: Consumer<Ctx>>(consumer: &C, topic: &str, offsets: BTreeMap<i32, i64>, mode: KafkaCommit) {
+fn acknowledge(tracker: &Shared, result: &KafkaResult<()>, offsets: &TopicPartitionList) {
+    let mut t = tracker.lock();
+    for e in offsets.elements() {
+        let (p, offset) = (e.partition(), e.offset());
+        match (result, offset) {
+            (Ok(()), Offset::Offset(o)) if e.error().is_ok() => {
+                if t.acked(p, o) {
+                    gauge!("writer_partition_committed_offset", "partition" => p.to_string()).set(o as f64);
+                }
+            }
+            _ => {
+                counter!("writer_commit_failures_total").increment(1);
+                t.commit_failed(p);
+            }
+        }
+    }
+    if let Err(e) = result {
+        // Not fatal: the same offsets are asked again, and a record whose offset is never
+        // committed is only redelivered, never lost.
+        tracing::warn!(error = %e, "offset commit failed; will retry");
+    }
+}
+
+fn commit<C: Consumer<Ctx>>(
+    consumer: &C,
+    topic: &str,
+    tracker: &Shared,
+    offsets: BTreeMap<i32, i64>,
+    mode: KafkaCommit,
+) {
     if offsets.is_empty() {
         return;
     }
     let mut tpl = TopicPartitionList::new();
     for (&p, &o) in &offsets {
-        tpl.add_partition_offset(topic, p, Offset::Offset(o)).expect("valid offset");
-    }
-    match consumer.commit(&tpl, mode) {
-        Ok(()) => {
-            for (p, o) in offsets {
-                gauge!("writer_partition_committed_offset", "partition" => p.to_string()).set(o as f64);
-            }
+        if let Err(e) = tpl.add_partition_offset(topic, p, Offset::Offset(o)) {
+            tracing::error!(partition = p, offset = o, error = %e, "cannot express offset");
         }
-        // Not fatal: the next commit carries higher offsets for the same partitions, and a
-        // record whose offset is never committed is only redelivered, never lost.
-        Err(e) => tracing::warn!(error = %e, "offset commit failed"),
+    }
+    let result = consumer.commit(&tpl, mode);
+    // A synchronous commit's answer is its return value; an asynchronous one's arrives in
+    // `commit_callback` (a failure to even queue it is known now).
+    if matches!(mode, KafkaCommit::Sync) || result.is_err() {
+        acknowledge(tracker, &result, &tpl);
     }
 }
 
@@ -73,14 +146,14 @@ pub struct BatchConsumer {
     id: usize,
     cfg: Arc<WriterConfig>,
     consumer: StreamConsumer<Ctx>,
-    tracker: Arc<Mutex<Tracker>>,
+    tracker: Shared,
     dispatcher: Arc<Dispatcher>,
     dlq: Dlq,
 }
 
 impl BatchConsumer {
     pub fn new(id: usize, cfg: Arc<WriterConfig>, dispatcher: Arc<Dispatcher>, dlq: Dlq) -> anyhow::Result<Self> {
-        let tracker = Arc::new(Mutex::new(Tracker::default()));
+        let tracker = Shared::default();
         let ctx = Ctx { topic: cfg.kafka.topic.clone(), tracker: tracker.clone() };
         let consumer: StreamConsumer<Ctx> = client_config(&cfg.kafka)
             .set("group.id", &cfg.kafka.group)
@@ -94,16 +167,30 @@ impl BatchConsumer {
         Ok(BatchConsumer { id, cfg, consumer, tracker, dispatcher, dlq })
     }
 
-    /// Runs until `stop` is cancelled, then finishes in-flight writes and commits them.
-    pub async fn run(self, stop: CancellationToken) {
-        let (done_tx, mut done_rx) = mpsc::unbounded_channel::<u64>();
+    /// Runs until `stop` is cancelled, then waits at most the shutdown grace for in-flight
+    /// writes, commits what is stored (synchronously) and returns. Returns `Err` when a batch
+    /// can never be stored (a store adapter panicked): the caller must exit non-zero so a
+    /// supervisor restarts the process; nothing past that batch is committed.
+    pub async fn run(self, stop: CancellationToken) -> anyhow::Result<()> {
+        let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Completion>();
         let limits = Limits { max_body_bytes: self.cfg.max_body_bytes };
+        let grace = self.cfg.shutdown_grace();
+        // Fires `grace` after the stop signal: bounds a write stuck behind a store outage.
+        let grace_over = async {
+            stop.cancelled().await;
+            tokio::time::sleep(grace).await;
+        };
+        tokio::pin!(grace_over);
         let mut next_batch: u64 = 0;
+        let mut outcome = Ok(());
         tracing::info!(consumer = self.id, "consuming");
-        loop {
+        'consume: loop {
             // Apply completions and commit the stored prefix before pulling more.
-            while let Ok(batch) = done_rx.try_recv() {
-                self.complete(batch);
+            while let Ok(c) = done_rx.try_recv() {
+                if let Err(e) = self.complete(c) {
+                    outcome = Err(e);
+                    break 'consume;
+                }
             }
             self.commit_ready(KafkaCommit::Async);
             // Only the wait for the first record races with completions and the stop signal:
@@ -111,7 +198,13 @@ impl BatchConsumer {
             // records whose offsets a later batch then commits).
             let first = tokio::select! {
                 _ = stop.cancelled() => break,
-                Some(batch) = done_rx.recv() => { self.complete(batch); continue; }
+                Some(c) = done_rx.recv() => {
+                    if let Err(e) = self.complete(c) {
+                        outcome = Err(e);
+                        break;
+                    }
+                    continue;
+                }
                 r = self.consumer.recv() => r,
             };
             let records = self.fill(first).await;
@@ -119,33 +212,59 @@ impl BatchConsumer {
                 continue;
             }
             next_batch += 1;
-            self.handle(next_batch, records, limits, &done_tx).await;
-        }
-        // Shutdown: no more fetching; wait for what is in flight, then commit it.
-        let pending = || self.tracker.lock().expect("tracker lock").pending();
-        while pending() > 0 {
-            match done_rx.recv().await {
-                Some(batch) => self.complete(batch),
-                None => break,
+            // Dropping `handle` mid-write (grace over) is safe: its batch is never completed,
+            // so never committed, and is redelivered to the next owner.
+            tokio::select! {
+                r = self.handle(next_batch, records, limits, &done_tx) => if let Err(e) = r {
+                    outcome = Err(e);
+                    break;
+                },
+                _ = &mut grace_over => {
+                    tracing::warn!(consumer = self.id, "shutdown grace over during a synchronous write");
+                    break;
+                }
             }
-            self.commit_ready(KafkaCommit::Async);
+        }
+        if outcome.is_ok() {
+            // Shutdown: no more fetching; wait (at most the grace) for what is in flight.
+            while self.tracker.lock().pending() > 0 {
+                tokio::select! {
+                    c = done_rx.recv() => match c {
+                        Some(c) => if let Err(e) = self.complete(c) { outcome = Err(e); break; },
+                        None => break,
+                    },
+                    _ = &mut grace_over => {
+                        let pending = self.tracker.lock().pending();
+                        tracing::warn!(consumer = self.id, pending, "shutdown grace over; uncommitted batches will be redelivered");
+                        break;
+                    }
+                }
+                self.commit_ready(KafkaCommit::Async);
+            }
         }
         self.commit_ready(KafkaCommit::Sync);
-        tracing::info!(consumer = self.id, "stopped; all written batches committed");
+        tracing::info!(consumer = self.id, ok = outcome.is_ok(), "stopped; every stored batch committed");
+        outcome
     }
 
-    fn complete(&self, batch: u64) {
-        self.tracker.lock().expect("tracker lock").complete(batch);
+    fn complete(&self, c: Completion) -> anyhow::Result<()> {
+        if !c.ok {
+            bail!("consumer {}: batch {} can never be reported stored (a store write panicked)", self.id, c.batch);
+        }
+        self.tracker.lock().complete(c.batch);
+        Ok(())
     }
 
     fn commit_ready(&self, mode: KafkaCommit) {
-        let offsets = self.tracker.lock().expect("tracker lock").take_committable();
-        commit(&self.consumer, &self.cfg.kafka.topic, offsets, mode);
+        let offsets = match mode {
+            KafkaCommit::Sync => self.tracker.lock().to_commit_finally(),
+            KafkaCommit::Async => self.tracker.lock().to_commit(),
+        };
+        commit(&self.consumer, &self.cfg.kafka.topic, &self.tracker, offsets, mode);
     }
 
     /// One batch: the first record, then what arrives within `batch_wait`, up to `batch_max`.
-    /// Records are copied out of librdkafka's buffers (partition, offset, payload).
-    async fn fill(&self, first: KafkaResult<BorrowedMessage<'_>>) -> Vec<(i32, i64, Vec<u8>)> {
+    async fn fill(&self, first: KafkaResult<BorrowedMessage<'_>>) -> Vec<Record> {
         let mut out = Vec::new();
         match first {
             Ok(m) => self.take(&m, &mut out),
@@ -167,31 +286,55 @@ impl BatchConsumer {
         out
     }
 
-    fn take(&self, m: &BorrowedMessage<'_>, out: &mut Vec<(i32, i64, Vec<u8>)>) {
-        out.push((m.partition(), m.offset(), m.payload().unwrap_or_default().to_vec()));
+    /// Copies a record out, stamped with its partition's current epoch; a record of a partition
+    /// we do not own (cannot normally happen) is dropped here.
+    fn take(&self, m: &BorrowedMessage<'_>, out: &mut Vec<Record>) {
+        if let Some(epoch) = self.tracker.lock().epoch(m.partition()) {
+            let payload = m.payload().unwrap_or_default().to_vec();
+            out.push(Record { partition: m.partition(), offset: m.offset(), epoch, payload });
+        }
     }
 
     async fn handle(
         &self,
         batch: u64,
-        records: Vec<(i32, i64, Vec<u8>)>,
+        records: Vec<Record>,
         limits: Limits,
-        done: &mpsc::UnboundedSender<u64>,
-    ) {
+        done: &mpsc::UnboundedSender<Completion>,
+    ) -> anyhow::Result<()> {
+        // Drop records whose partition was revoked (or revoked and re-assigned) while the batch
+        // was collected. No rebalance can run between this check and `add` below: callbacks
+        // only run inside `recv()`.
+        let records: Vec<Record> = {
+            let t = self.tracker.lock();
+            let before = records.len();
+            let kept: Vec<Record> = records.into_iter().filter(|r| t.epoch(r.partition) == Some(r.epoch)).collect();
+            if kept.len() < before {
+                counter!("writer_records_dropped_on_rebalance_total").increment((before - kept.len()) as u64);
+            }
+            kept
+        };
+        if records.is_empty() {
+            return Ok(());
+        }
         counter!("writer_records_total").increment(records.len() as u64);
-        let mut last: BTreeMap<i32, i64> = BTreeMap::new();
+        let mut last: BTreeMap<i32, (Epoch, i64)> = BTreeMap::new();
         let mut messages = Vec::with_capacity(records.len());
-        for (p, o, payload) in records {
-            last.insert(p, o);
-            match Message::decode(&payload, limits) {
-                Ok(m) => messages.push(m),
-                Err(e) => self.dlq.send(format!("{p}:{o}").as_bytes(), &payload, &format!("decode: {e}")).await,
+        let mut bytes = 0;
+        for r in records {
+            last.insert(r.partition, (r.epoch, r.offset));
+            match Message::decode(&r.payload, limits) {
+                Ok(m) => {
+                    bytes += r.payload.len();
+                    messages.push(m);
+                }
+                Err(e) => self.dlq.send_undecodable(r.partition, r.offset, &r.payload, &format!("decode: {e}")).await,
             }
         }
         {
-            let mut t = self.tracker.lock().expect("tracker lock");
-            for (&p, &o) in &last {
-                t.add(p, batch, o);
+            let mut t = self.tracker.lock();
+            for (&p, &(epoch, offset)) in &last {
+                t.add(p, epoch, batch, offset);
             }
         }
         let after_submit = self.cfg.commit == CommitMode::AfterSubmit;
@@ -203,10 +346,11 @@ impl BatchConsumer {
         // `run` after this function returns, i.e. after the synchronous writes are done.
         let ticket = Ticket::new(batch, writes, if after_submit { detached } else { done.clone() });
         if !messages.is_empty() {
-            self.dispatcher.dispatch(Arc::new(messages), ticket).await;
+            self.dispatcher.dispatch(Arc::new(messages), bytes, ticket).await?;
         }
         if after_submit {
-            let _ = done.send(batch);
+            let _ = done.send(Completion { batch, ok: true });
         }
+        Ok(())
     }
 }

@@ -4,10 +4,18 @@
 //! Delivery to it is at least once: a record dead-lettered in a batch whose offset was not yet
 //! committed when its partition moved is dead-lettered again by the next owner. Undecodable
 //! records are keyed `partition:offset` of the original, so duplicates are recognisable.
+//!
+//! Headers: `error` (why), `store` (the store that refused it, or `decode`), and `id` (the
+//! message id, when the record was decodable): reconcile reads them to report dead-lettered ids
+//! as their own class instead of "missing".
+//!
+//! A dead letter means a 202 was not kept: the ingest refuses with a 4xx everything a store is
+//! known to refuse, so this topic should stay empty; `writer_dlq_records_total` says if it does not.
 
 use metrics::counter;
 use pipeline_common::config::KafkaArgs;
 use pipeline_common::kafka::client_config;
+use pipeline_common::Message;
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
@@ -29,13 +37,29 @@ impl Dlq {
         Ok(Dlq { producer, topic: topic.to_string() })
     }
 
+    /// A record that is not a valid message (keyed by its partition and offset).
+    pub async fn send_undecodable(&self, partition: i32, offset: i64, payload: &[u8], error: &str) {
+        let key = format!("{partition}:{offset}");
+        self.send(key.as_bytes(), payload, "decode", None, error).await
+    }
+
+    /// A message that `store` refuses for good (keyed by its id).
+    pub async fn send_refused(&self, store: &str, msg: &Message, error: &str) {
+        self.send(msg.id.as_bytes(), msg.to_json().as_bytes(), store, Some(&msg.id), error).await
+    }
+
     /// Sends one record and waits until the broker has it (retrying while it does not), because
     /// the original's offset is committed right after.
-    pub async fn send(&self, key: &[u8], payload: &[u8], error: &str) {
-        counter!("writer_dlq_total").increment(1);
-        tracing::warn!(error, "dead-lettering a record");
+    async fn send(&self, key: &[u8], payload: &[u8], store: &str, id: Option<&str>, error: &str) {
+        counter!("writer_dlq_records_total", "store" => store.to_string()).increment(1);
+        tracing::warn!(store, id, error, "dead-lettering a record");
         loop {
-            let headers = OwnedHeaders::new().insert(Header { key: "error", value: Some(error) });
+            let mut headers = OwnedHeaders::new()
+                .insert(Header { key: "error", value: Some(error) })
+                .insert(Header { key: "store", value: Some(store) });
+            if let Some(id) = id {
+                headers = headers.insert(Header { key: "id", value: Some(id) });
+            }
             let rec = FutureRecord::to(&self.topic).key(key).payload(payload).headers(headers);
             match self.producer.send(rec, Timeout::After(Duration::from_secs(10))).await {
                 Ok(_) => return,

@@ -65,14 +65,28 @@ pub async fn run(cfg: WriterConfig, stop: CancellationToken) -> anyhow::Result<(
         boot_id = %telemetry::boot().id,
         "writer started"
     );
-    let mut tasks = Vec::new();
+    // A consumer that ends with an error (or panics) stops the others and makes the process
+    // exit non-zero, so a supervisor restarts it; none can die while the rest carry on unseen.
+    let mut tasks = tokio::task::JoinSet::new();
     for id in 0..cfg.consumers {
         let c = BatchConsumer::new(id, cfg.clone(), dispatcher.clone(), dlq.clone())?;
-        tasks.push(tokio::spawn(c.run(stop.clone())));
+        tasks.spawn(c.run(stop.clone()));
     }
-    for t in tasks {
-        t.await.context("consumer task panicked")?;
+    let mut failure: Option<anyhow::Error> = None;
+    while let Some(joined) = tasks.join_next().await {
+        let err = match joined {
+            Ok(Ok(())) => continue,
+            Ok(Err(e)) => e,
+            Err(e) => anyhow::anyhow!("consumer task died: {e}"),
+        };
+        tracing::error!(error = %err, "a consumer cannot continue; stopping the writer");
+        metrics::counter!("writer_consumer_failures_total").increment(1);
+        stop.cancel();
+        failure.get_or_insert(err);
     }
     server_handle.stop(true).await;
-    Ok(())
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }

@@ -2,78 +2,11 @@
 //! OpenSearch: what is produced to the topic ends up exactly once in every store, whatever the
 //! write policy, across redelivery, a SIGKILL, a store outage and a poison record.
 
-use pipeline_common::kafka::group_lag;
-use pipeline_common::stores::Store;
-use pipeline_common::testkit::{
-    assert_exact_ids, exclusive, free_port, messages, produce, produce_raw, wait_for_counts, Child, Namespace,
-};
-use std::sync::Arc;
+mod support;
+
+use pipeline_common::testkit::{exclusive, free_port, produce_raw};
 use std::time::{Duration, Instant};
-
-const DRAIN: Duration = Duration::from_secs(240);
-
-struct Run {
-    ns: Namespace,
-    stores: Vec<Arc<dyn Store>>,
-    metrics_port: u16,
-}
-
-impl Run {
-    async fn new(label: &str) -> Run {
-        let ns = Namespace::new(label).await;
-        let stores = ns.stores().await;
-        Run { ns, stores, metrics_port: free_port() }
-    }
-
-    fn writer(&self, args: &[&str]) -> Child {
-        self.ns.spawn("writer", args, &[("WRITER_METRICS_ADDR", format!("127.0.0.1:{}", self.metrics_port))])
-    }
-
-    /// Produces `n` messages tagged `tag` and returns their ids.
-    async fn produce(&self, n: usize, tag: &str) -> Vec<String> {
-        let msgs = messages(n, tag);
-        produce(&self.ns.kafka, &msgs).await;
-        msgs.into_iter().map(|m| m.id).collect()
-    }
-
-    async fn assert_stored(&self, ids: &[String]) {
-        let counts = wait_for_counts(&self.stores, ids.len() as u64, DRAIN).await;
-        assert!(counts.iter().all(|(_, c)| *c == ids.len() as u64), "counts {counts:?}, want {}", ids.len());
-        assert_exact_ids(&self.stores, ids).await;
-    }
-
-    /// Sum of committed offsets and of high watermarks over the topic's partitions.
-    async fn committed_and_high(&self) -> (i64, i64) {
-        let k = self.ns.kafka.clone();
-        let lag = tokio::task::spawn_blocking(move || group_lag(&k, &k.group, &k.topic)).await.unwrap().unwrap();
-        (lag.iter().map(|p| p.committed).sum(), lag.iter().map(|p| p.high).sum())
-    }
-
-    async fn wait_committed(&self, want: i64) {
-        let deadline = Instant::now() + DRAIN;
-        loop {
-            let (c, _) = self.committed_and_high().await;
-            if c == want {
-                return;
-            }
-            assert!(Instant::now() < deadline, "committed {c}, want {want}");
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-    }
-
-    async fn metric(&self, name_and_labels: &str) -> f64 {
-        let body = reqwest::get(format!("http://127.0.0.1:{}/metrics", self.metrics_port))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        body.lines()
-            .filter(|l| l.starts_with(name_and_labels))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
-    }
-}
+use support::{Run, DRAIN};
 
 /// 20,000 records through one write policy; `check` looks at the metrics before the stop.
 async fn policy_run(label: &str, args: &[&str], check: &[(&str, f64)]) {
@@ -209,34 +142,11 @@ async fn sigkill_mid_run_loses_and_duplicates_nothing() {
 async fn a_store_outage_holds_commits_and_recovers() {
     let _g = exclusive().await;
     let mut run = Run::new("outage").await;
-    // A private Redis that this test may stop: append-only with fsync always, so a graceful
-    // stop and restart keeps every key.
+    // A private Redis that this test may stop (and restart with every key).
     let port = free_port();
     let dir = std::env::temp_dir().join(&run.ns.name);
     std::fs::create_dir_all(&dir).unwrap();
-    let redis = |dir: &std::path::Path| {
-        Child(
-            std::process::Command::new("redis-server")
-                .args([
-                    "--port",
-                    &port.to_string(),
-                    "--bind",
-                    "127.0.0.1",
-                    "--appendonly",
-                    "yes",
-                    "--appendfsync",
-                    "always",
-                    "--save",
-                    "",
-                ])
-                .arg("--dir")
-                .arg(dir)
-                .stdout(std::process::Stdio::null())
-                .spawn()
-                .expect("redis-server"),
-        )
-    };
-    let mut r = redis(&dir);
+    let mut r = support::private_redis(port, &dir);
     tokio::time::sleep(Duration::from_millis(500)).await;
     run.ns.stores.redis.url = format!("redis://127.0.0.1:{port}/0");
     run.stores = run.ns.stores().await;
@@ -253,7 +163,7 @@ async fn a_store_outage_holds_commits_and_recovers() {
     assert!(run.metric("writer_store_errors_total{store=\"redis\"").await > 0.0, "the outage shows in metrics");
     assert!(run.metric("writer_store_retries_total{store=\"redis\"}").await > 0.0);
 
-    let _r2 = redis(&dir);
+    let _r2 = support::private_redis(port, &dir);
     run.assert_stored(&ids).await;
     run.wait_committed(5_000).await;
 }
@@ -272,7 +182,7 @@ async fn a_poison_record_is_dead_lettered_and_does_not_block() {
     run.wait_committed(201).await;
     // At least once: if the group rebalanced before the poison record's offset was committed,
     // the next owner dead-letters it again (same key, "partition:offset" of the original).
-    assert!(run.metric("writer_dlq_total").await >= 1.0);
+    assert!(run.metric("writer_dlq_records_total{store=\"decode\"}").await >= 1.0);
     // The dead letter is on its topic, with the reason in the `error` header.
     use rdkafka::consumer::{Consumer, StreamConsumer};
     use rdkafka::message::Headers;
@@ -288,4 +198,6 @@ async fn a_poison_record_is_dead_lettered_and_does_not_block() {
     assert!(m.key().is_some_and(|k| k.contains(&b':')), "keyed by the original partition:offset");
     let h = m.headers().expect("headers").iter().find(|h| h.key == "error").expect("error header");
     assert!(String::from_utf8_lossy(h.value.unwrap()).contains("decode"));
+    let store = m.headers().expect("headers").iter().find(|h| h.key == "store").expect("store header");
+    assert_eq!(store.value, Some(&b"decode"[..]));
 }

@@ -1,10 +1,10 @@
 //! Elasticsearch / OpenSearch: `_bulk` index into one index with `_id` = message id.
 //!
 //! Indexing the same `_id` twice overwrites one document, so redelivery never adds a second.
-//! Every bulk item's status is checked: 429 (rejected execution) and 5xx items make the whole
-//! call a transient error that the writer retries with backoff (re-indexing the items that did
-//! succeed is harmless); other 4xx items (mapping errors) are permanent rejections that the writer
-//! dead-letters.
+//! Every bulk item's status is checked: 400/413 items (mapping or parsing errors) are permanent
+//! rejections that the writer dead-letters; any other failed item (429 rejected execution, 5xx)
+//! makes the whole call a transient error that the writer retries with backoff (re-indexing the
+//! items that did succeed is harmless).
 
 use super::{Rejected, Store, StoreError, StoreKind, StoredId};
 use crate::config::EsArgs;
@@ -47,15 +47,18 @@ fn index_definition() -> Value {
     })
 }
 
-/// Reads a response body as JSON, turning an HTTP error status into a [`StoreError`]
-/// (429 and 5xx transient, other statuses permanent).
+/// Reads a response body as JSON, turning an HTTP error status into a [`StoreError`]. Only 400
+/// (the request's content is invalid) and 413 (too large: a smaller batch fits) are permanent,
+/// and the writer answers them by splitting the batch. 401/403/404 mean a misconfigured client
+/// or a missing index, not bad data: retried (and visible) rather than dead-lettering every
+/// record; 429 and 5xx are the server being busy or down.
 async fn json_of(resp: Response, what: &str) -> Result<Value, StoreError> {
     let status = resp.status_code().as_u16();
-    let body: Value = resp.json().await.map_err(err)?;
+    let text = resp.text().await.map_err(err)?;
     match status {
-        200..=299 => Ok(body),
-        429 | 500..=599 => Err(StoreError::transient(KIND, format!("{what}: HTTP {status}: {body}"))),
-        _ => Err(StoreError::permanent(KIND, format!("{what}: HTTP {status}: {body}"))),
+        200..=299 => serde_json::from_str(&text).map_err(|e| err(format!("{what}: unreadable answer: {e}"))),
+        400 | 413 => Err(StoreError::permanent(KIND, format!("{what}: HTTP {status}: {text}"))),
+        _ => Err(StoreError::transient(KIND, format!("{what}: HTTP {status}: {text}"))),
     }
 }
 
@@ -104,10 +107,11 @@ impl Store for EsStore {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
-        let ops: Vec<BulkOperation<Value>> = batch
-            .iter()
-            .map(|m| BulkOperation::index(serde_json::to_value(m).expect("serialisable")).id(&m.id).into())
-            .collect();
+        let mut ops: Vec<BulkOperation<Value>> = Vec::with_capacity(batch.len());
+        for m in batch {
+            let doc = serde_json::to_value(m).map_err(|e| StoreError::permanent(KIND, format!("{}: {e}", m.id)))?;
+            ops.push(BulkOperation::index(doc).id(&m.id).into());
+        }
         let resp = self.client.bulk(BulkParts::Index(&self.index)).body(ops).send().await.map_err(err)?;
         let body = json_of(resp, "bulk").await?;
         if body["errors"].as_bool() != Some(true) {
@@ -121,13 +125,15 @@ impl Store for EsStore {
             let status = result["status"].as_u64().unwrap_or(0);
             match status {
                 200..=299 => {}
-                429 | 500..=599 | 0 => {
+                // The document itself is refused (a mapping or parsing error): it alone is
+                // dead-lettered. Any other status is the server's state, not the document's.
+                400 | 413 => rejected.push(Rejected { id: m.id.clone(), reason: result["error"].to_string() }),
+                _ => {
                     transient += 1;
                     if first_transient.is_empty() {
-                        first_transient = result["error"].to_string();
+                        first_transient = format!("HTTP {status}: {}", result["error"]);
                     }
                 }
-                _ => rejected.push(Rejected { id: m.id.clone(), reason: result["error"].to_string() }),
             }
         }
         if transient > 0 {

@@ -2,7 +2,9 @@
 //!
 //! A redelivered message hits the `_id` unique index and fails with duplicate key (11000),
 //! which is success for us: the document is there exactly once. Unordered inserts let the rest
-//! of the batch go in around such duplicates. Any other error is retried by the writer.
+//! of the batch go in around such duplicates. A write error the document itself causes (a
+//! validation failure, a document too large) refuses that document alone; anything else is
+//! transient and the writer retries it.
 
 use super::{Rejected, Store, StoreError, StoreKind, StoredId, CONNECT_TIMEOUT};
 use crate::config::MongoArgs;
@@ -16,6 +18,10 @@ use mongodb::{Client, Collection};
 
 const KIND: StoreKind = StoreKind::Mongo;
 const DUPLICATE_KEY: i32 = 11000;
+/// Per-document write errors that the same document hits every time: BadValue, TypeMismatch,
+/// DollarPrefixedFieldName, DocumentValidationFailure, BSONObjectTooLarge, KeyTooLong. Any other
+/// code (NotWritablePrimary, ShutdownInProgress, WriteConflict, ...) is retried.
+const PERMANENT_WRITE_ERRORS: [i32; 6] = [2, 14, 52, 121, 10334, 17280];
 
 fn err(e: impl std::fmt::Display) -> StoreError {
     StoreError::transient(KIND, e)
@@ -36,14 +42,27 @@ fn to_doc(m: &Message) -> Document {
     }
 }
 
-/// True when every failure in an insert_many error is a duplicate key.
-fn only_duplicates(e: &mongodb::error::Error) -> bool {
+/// What an insert_many failure means for the batch: `Ok(refused)` when every failed document
+/// is either already there (duplicate key) or refused for good, else the error to retry.
+fn classify(e: mongodb::error::Error, batch: &[Message]) -> Result<Vec<Rejected>, StoreError> {
     match e.kind.as_ref() {
-        ErrorKind::InsertMany(ime) => {
-            ime.write_concern_error.is_none()
-                && ime.write_errors.as_ref().is_some_and(|w| w.iter().all(|we| we.code == DUPLICATE_KEY))
+        ErrorKind::InsertMany(ime) if ime.write_concern_error.is_none() => {
+            let mut refused = Vec::new();
+            for we in ime.write_errors.iter().flatten() {
+                match (we.code, batch.get(we.index)) {
+                    (DUPLICATE_KEY, _) => {}
+                    (code, Some(m)) if PERMANENT_WRITE_ERRORS.contains(&code) => {
+                        refused.push(Rejected { id: m.id.clone(), reason: format!("code {code}: {}", we.message) })
+                    }
+                    _ => return Err(err(&e)),
+                }
+            }
+            Ok(refused)
         }
-        _ => false,
+        // The whole request cannot be encoded or is malformed: the writer splits the batch to
+        // find the document that causes it.
+        ErrorKind::BsonSerialization(_) | ErrorKind::InvalidArgument { .. } => Err(StoreError::permanent(KIND, &e)),
+        _ => Err(err(&e)),
     }
 }
 
@@ -76,8 +95,7 @@ impl Store for MongoStore {
         }
         match self.coll.insert_many(batch.iter().map(to_doc)).ordered(false).await {
             Ok(_) => Ok(Vec::new()),
-            Err(e) if only_duplicates(&e) => Ok(Vec::new()),
-            Err(e) => Err(err(e)),
+            Err(e) => classify(e, batch),
         }
     }
 

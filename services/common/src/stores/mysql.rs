@@ -6,7 +6,7 @@
 
 use super::{Rejected, Store, StoreError, StoreKind, StoredId, CONNECT_TIMEOUT};
 use crate::config::MysqlArgs;
-use crate::message::{shard_table, Message, SHARDS};
+use crate::message::{shard_table, Message, SENT_AT_YEARS, SHARDS};
 use async_trait::async_trait;
 use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
 use sqlx::{AssertSqlSafe, MySql, QueryBuilder};
@@ -18,9 +18,48 @@ const ROWS_PER_STATEMENT: usize = 1000;
 const KIND: StoreKind = StoreKind::Mysql;
 
 fn err(e: impl std::fmt::Display) -> StoreError {
-    // Connection loss, deadlocks and timeouts are all worth a retry; a message that passed
-    // validation fits the schema, so there is no per-record permanent failure to single out.
     StoreError::transient(KIND, e)
+}
+
+/// MySQL errors that the same rows will hit on every attempt: the data does not fit the schema.
+/// Everything else (connection loss, 1213 deadlock, 1205 lock wait timeout, 1040 too many
+/// connections, a server restarting) is transient. The list is short on purpose: an error
+/// wrongly called permanent dead-letters a record that a retry would have stored, which breaks
+/// the 202 promise, while one wrongly called transient only stalls a partition, visibly.
+const PERMANENT_ERRORS: [u16; 10] = [
+    1048, // column cannot be null
+    1153, // packet bigger than max_allowed_packet (a smaller batch fits)
+    1264, // out of range value
+    1265, // data truncated
+    1292, // incorrect datetime value
+    1300, // invalid utf8 character string
+    1366, // incorrect string value
+    1367, // illegal value
+    1406, // data too long for column
+    3140, // invalid JSON text
+];
+
+/// Classifies a failed write.
+fn write_err(e: sqlx::Error) -> StoreError {
+    let permanent = match &e {
+        sqlx::Error::Database(db) => db
+            .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+            .is_some_and(|m| PERMANENT_ERRORS.contains(&m.number())),
+        sqlx::Error::Encode(_) => true,
+        _ => false,
+    };
+    if permanent {
+        StoreError::permanent(KIND, e)
+    } else {
+        StoreError::transient(KIND, e)
+    }
+}
+
+/// `sent_at` as the UTC `DATETIME(6)` value MySQL stores, or `None` outside the range the column
+/// holds (such a value would make sqlx panic while encoding, or MariaDB refuse it in strict mode).
+fn datetime(m: &Message) -> Option<time::PrimitiveDateTime> {
+    let utc = m.sent_at.to_offset(time::UtcOffset::UTC);
+    SENT_AT_YEARS.contains(&utc.year()).then(|| time::PrimitiveDateTime::new(utc.date(), utc.time()))
 }
 
 /// A statement on one shard table. Table names come only from [`shard_table`] (digits), never
@@ -79,31 +118,36 @@ impl Store for MysqlStore {
     }
 
     async fn write(&self, batch: &[Message]) -> Result<Vec<Rejected>, StoreError> {
-        let mut by_shard: BTreeMap<u32, Vec<&Message>> = BTreeMap::new();
+        let mut by_shard: BTreeMap<u32, Vec<(&Message, time::PrimitiveDateTime)>> = BTreeMap::new();
+        let mut rejected = Vec::new();
         for m in batch {
-            by_shard.entry(m.shard()).or_default().push(m);
+            match datetime(m) {
+                Some(at) => by_shard.entry(m.shard()).or_default().push((m, at)),
+                None => rejected.push(Rejected {
+                    id: m.id.clone(),
+                    reason: format!("sent_at {} is outside DATETIME's years {SENT_AT_YEARS:?}", m.sent_at),
+                }),
+            }
         }
-        let mut tx = self.pool.begin().await.map_err(err)?;
+        if by_shard.is_empty() {
+            return Ok(rejected);
+        }
+        let mut tx = self.pool.begin().await.map_err(write_err)?;
         for (shard, rows) in by_shard {
             for chunk in rows.chunks(ROWS_PER_STATEMENT) {
                 let mut q: QueryBuilder<MySql> = QueryBuilder::new(format!(
                     "INSERT INTO {} (id, sender, recipient, body, sent_at) ",
                     shard_table(shard)
                 ));
-                q.push_values(chunk, |mut b, m| {
-                    b.push_bind(&m.id).push_bind(&m.sender).push_bind(&m.recipient).push_bind(&m.body).push_bind(
-                        time::PrimitiveDateTime::new(
-                            m.sent_at.to_offset(time::UtcOffset::UTC).date(),
-                            m.sent_at.to_offset(time::UtcOffset::UTC).time(),
-                        ),
-                    );
+                q.push_values(chunk, |mut b, (m, at)| {
+                    b.push_bind(&m.id).push_bind(&m.sender).push_bind(&m.recipient).push_bind(&m.body).push_bind(*at);
                 });
                 q.push(" ON DUPLICATE KEY UPDATE id = id");
-                q.build().execute(&mut *tx).await.map_err(err)?;
+                q.build().execute(&mut *tx).await.map_err(write_err)?;
             }
         }
-        tx.commit().await.map_err(err)?;
-        Ok(Vec::new())
+        tx.commit().await.map_err(write_err)?;
+        Ok(rejected)
     }
 
     async fn count(&self) -> Result<u64, StoreError> {

@@ -1,0 +1,226 @@
+//! Getting one batch into one store, whatever the store says: the retry and isolation policy,
+//! kept apart from the stores (which only classify their errors) and from the dispatcher (which
+//! only decides where and when a batch is written).
+//!
+//! - A **transient** error (connection lost, timeout, 429, 5xx, deadlock) is retried with capped,
+//!   jittered exponential backoff, without limit: giving up would mean committing past a record
+//!   that is not stored. The partition waits, and the wait shows in
+//!   `writer_store_errors_total{kind="transient"}` and `writer_store_retries_total`.
+//! - A **permanent** error (the store refuses the data itself: MySQL 1292/1406, an Elasticsearch
+//!   400 or 413 for the whole request, a Mongo validation error) would fail the same way forever.
+//!   The batch is split in halves until the records that cause it are alone; each of those is
+//!   returned as [`Rejected`] (the caller dead-letters it) and the rest of the batch is written.
+//! - A **panic** inside a store adapter is a bug, not a property of the data: it is caught so it
+//!   cannot unwind through the consumer, counted in `writer_panics_total`, and reported as
+//!   [`Panicked`] so the consumer stops without committing past the batch.
+
+use backon::{ExponentialBuilder, Retryable};
+use futures::FutureExt;
+use metrics::{counter, histogram};
+use pipeline_common::stores::{Rejected, Store, StoreError};
+use pipeline_common::Message;
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
+
+/// Bounds of the backoff between two attempts of a transient failure.
+#[derive(Debug, Clone, Copy)]
+pub struct Backoff {
+    pub min: Duration,
+    pub max: Duration,
+}
+
+/// A store adapter panicked while writing; the batch is not stored.
+#[derive(Debug, thiserror::Error)]
+#[error("{store} write panicked: {message}")]
+pub struct Panicked {
+    pub store: &'static str,
+    pub message: String,
+}
+
+enum Failure {
+    Store(StoreError),
+    Panic(String),
+}
+
+/// Writes `batch` to `store` until every record is either stored or refused for good. Returns
+/// the refused records (to be dead-lettered), or [`Panicked`].
+pub async fn store_batch(store: &dyn Store, batch: &[Message], backoff: Backoff) -> Result<Vec<Rejected>, Panicked> {
+    let name = store.kind().name();
+    histogram!("writer_store_batch_records", "store" => name).record(batch.len() as f64);
+    let mut refused = Vec::new();
+    // Depth-first over halves, so records are still written roughly in offset order.
+    let mut todo: Vec<&[Message]> = vec![batch];
+    while let Some(part) = todo.pop() {
+        match write_retrying(store, part, backoff).await {
+            Ok(rejected) => {
+                counter!("writer_store_records_total", "store" => name).increment((part.len() - rejected.len()) as u64);
+                refused.extend(rejected);
+            }
+            Err(Failure::Panic(message)) => {
+                counter!("writer_panics_total", "where" => "store_write").increment(1);
+                tracing::error!(store = name, panic = %message, "store write panicked");
+                return Err(Panicked { store: name, message });
+            }
+            Err(Failure::Store(e)) => match part {
+                [] => {}
+                [one] => {
+                    tracing::warn!(store = name, id = %one.id, error = %e, "record refused for good");
+                    refused.push(Rejected { id: one.id.clone(), reason: e.message });
+                }
+                _ => {
+                    counter!("writer_store_splits_total", "store" => name).increment(1);
+                    let (a, b) = part.split_at(part.len() / 2);
+                    todo.push(b);
+                    todo.push(a);
+                }
+            },
+        }
+    }
+    Ok(refused)
+}
+
+/// One part, retried while the failure is transient. Returns the store's own per-record
+/// rejections on success, or the first permanent failure (or panic).
+async fn write_retrying(store: &dyn Store, part: &[Message], backoff: Backoff) -> Result<Vec<Rejected>, Failure> {
+    let name = store.kind().name();
+    let attempt = || async {
+        let started = Instant::now();
+        let r = match AssertUnwindSafe(store.write(part)).catch_unwind().await {
+            Ok(r) => r.map_err(Failure::Store),
+            Err(panic) => Err(Failure::Panic(panic_message(&*panic))),
+        };
+        match &r {
+            Ok(_) => histogram!("writer_store_write_seconds", "store" => name).record(started.elapsed().as_secs_f64()),
+            Err(Failure::Store(e)) => {
+                counter!("writer_store_errors_total", "store" => name, "kind" => e.kind_label()).increment(1)
+            }
+            Err(Failure::Panic(_)) => {}
+        }
+        r
+    };
+    let policy = ExponentialBuilder::default()
+        .with_min_delay(backoff.min)
+        .with_max_delay(backoff.max)
+        .with_jitter()
+        .without_max_times();
+    attempt
+        .retry(policy)
+        .sleep(tokio::time::sleep)
+        .when(|f| matches!(f, Failure::Store(e) if e.transient))
+        .notify(|f, wait| {
+            if let Failure::Store(e) = f {
+                counter!("writer_store_retries_total", "store" => name).increment(1);
+                tracing::warn!(store = name, error = %e, retry_in_ms = wait.as_millis() as u64, "store write failed; retrying");
+            }
+        })
+        .await
+}
+
+/// The text of a panic payload (`panic!` with a literal or a formatted message).
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-text panic payload".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use async_trait::async_trait;
+    use pipeline_common::stores::{StoreKind, StoredId};
+    use std::sync::Mutex;
+
+    /// An in-process store: refuses batches holding a `poison` id (permanently), fails the first
+    /// `flaky` calls transiently, or panics on a `panic` id. Records every successful write.
+    #[derive(Default)]
+    struct Fake {
+        flaky: Mutex<usize>,
+        calls: Mutex<usize>,
+        stored: Mutex<Vec<String>>,
+    }
+
+    #[async_trait]
+    impl Store for Fake {
+        fn kind(&self) -> StoreKind {
+            StoreKind::Mysql
+        }
+        async fn prepare(&self) -> Result<(), StoreError> {
+            Ok(())
+        }
+        async fn write(&self, batch: &[Message]) -> Result<Vec<Rejected>, StoreError> {
+            *self.calls.lock().unwrap() += 1;
+            if batch.iter().any(|m| m.id.starts_with("panic")) {
+                panic!("adapter bug on {}", batch[0].id);
+            }
+            {
+                let mut f = self.flaky.lock().unwrap();
+                if *f > 0 {
+                    *f -= 1;
+                    return Err(StoreError::transient(StoreKind::Mysql, "connection reset"));
+                }
+            }
+            if batch.iter().any(|m| m.id.starts_with("poison")) {
+                return Err(StoreError::permanent(StoreKind::Mysql, "1406 Data too long"));
+            }
+            self.stored.lock().unwrap().extend(batch.iter().map(|m| m.id.clone()));
+            Ok(Vec::new())
+        }
+        async fn count(&self) -> Result<u64, StoreError> {
+            Ok(self.stored.lock().unwrap().len() as u64)
+        }
+        async fn ids(&self) -> Result<Vec<StoredId>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn reset(&self) -> Result<(), StoreError> {
+            Ok(())
+        }
+    }
+
+    fn batch(ids: &[&str]) -> Vec<Message> {
+        let mut msgs = pipeline_common::testkit::messages(ids.len(), "t");
+        for (m, id) in msgs.iter_mut().zip(ids) {
+            m.id = id.to_string();
+        }
+        msgs
+    }
+
+    const FAST: Backoff = Backoff { min: Duration::from_millis(1), max: Duration::from_millis(4) };
+
+    #[tokio::test]
+    async fn a_permanent_error_is_isolated_to_the_records_that_cause_it() {
+        let store = Fake::default();
+        let mut ids: Vec<String> = (0..100).map(|i| format!("ok-{i}")).collect();
+        ids[37] = "poison-a".into();
+        ids[80] = "poison-b".into();
+        let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let refused = store_batch(&store, &batch(&refs), FAST).await.unwrap();
+        let mut refused_ids: Vec<_> = refused.iter().map(|r| r.id.as_str()).collect();
+        refused_ids.sort();
+        assert_eq!(refused_ids, ["poison-a", "poison-b"]);
+        assert!(refused[0].reason.contains("1406"));
+        let mut stored = store.stored.lock().unwrap().clone();
+        stored.sort();
+        stored.dedup();
+        assert_eq!(stored.len(), 98, "every other record of the batch is written");
+        assert!(*store.calls.lock().unwrap() < 40, "bisection, not one call per record");
+    }
+
+    #[tokio::test]
+    async fn transient_errors_are_retried_until_stored() {
+        let store = Fake { flaky: Mutex::new(5), ..Default::default() };
+        let refused = store_batch(&store, &batch(&["a", "b"]), FAST).await.unwrap();
+        assert!(refused.is_empty());
+        assert_eq!(*store.calls.lock().unwrap(), 6);
+        assert_eq!(store.stored.lock().unwrap().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_panicking_adapter_is_contained_and_reported() {
+        let store = Fake::default();
+        let err = store_batch(&store, &batch(&["a", "panic-1"]), FAST).await.unwrap_err();
+        assert!(err.message.contains("adapter bug"), "{err}");
+        assert!(store.stored.lock().unwrap().is_empty(), "nothing claimed as stored");
+    }
+}

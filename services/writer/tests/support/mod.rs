@@ -1,0 +1,88 @@
+//! What the writer's black-box tests share: a private namespace, the stores, a spawned writer
+//! and its metrics.
+#![allow(dead_code)] // each test binary uses its own part of this
+
+use pipeline_common::kafka::group_lag;
+use pipeline_common::stores::Store;
+use pipeline_common::testkit::{assert_exact_ids, free_port, messages, produce, wait_for_counts, Child, Namespace};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub const DRAIN: Duration = Duration::from_secs(240);
+
+pub struct Run {
+    pub ns: Namespace,
+    pub stores: Vec<Arc<dyn Store>>,
+    pub metrics_port: u16,
+}
+
+impl Run {
+    pub async fn new(label: &str) -> Run {
+        let ns = Namespace::new(label).await;
+        let stores = ns.stores().await;
+        Run { ns, stores, metrics_port: free_port() }
+    }
+
+    pub fn writer(&self, args: &[&str]) -> Child {
+        self.ns.spawn("writer", args, &[("WRITER_METRICS_ADDR", format!("127.0.0.1:{}", self.metrics_port))])
+    }
+
+    /// Produces `n` messages tagged `tag` and returns their ids.
+    pub async fn produce(&self, n: usize, tag: &str) -> Vec<String> {
+        let msgs = messages(n, tag);
+        produce(&self.ns.kafka, &msgs).await;
+        msgs.into_iter().map(|m| m.id).collect()
+    }
+
+    pub async fn assert_stored(&self, ids: &[String]) {
+        let counts = wait_for_counts(&self.stores, ids.len() as u64, DRAIN).await;
+        assert!(counts.iter().all(|(_, c)| *c == ids.len() as u64), "counts {counts:?}, want {}", ids.len());
+        assert_exact_ids(&self.stores, ids).await;
+    }
+
+    /// Sum of committed offsets and of high watermarks over the topic's partitions.
+    pub async fn committed_and_high(&self) -> (i64, i64) {
+        let k = self.ns.kafka.clone();
+        let lag = tokio::task::spawn_blocking(move || group_lag(&k, &k.group, &k.topic)).await.unwrap().unwrap();
+        (lag.iter().map(|p| p.committed).sum(), lag.iter().map(|p| p.high).sum())
+    }
+
+    pub async fn wait_committed(&self, want: i64) {
+        let deadline = Instant::now() + DRAIN;
+        loop {
+            let (c, _) = self.committed_and_high().await;
+            if c == want {
+                return;
+            }
+            assert!(Instant::now() < deadline, "committed {c}, want {want}");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    pub async fn metric(&self, name_and_labels: &str) -> f64 {
+        let body = reqwest::get(format!("http://127.0.0.1:{}/metrics", self.metrics_port))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        body.lines()
+            .filter(|l| l.starts_with(name_and_labels))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+}
+
+/// A private Redis on `port` that a test may stop: append-only with fsync always, so a graceful
+/// stop and restart keeps every key.
+pub fn private_redis(port: u16, dir: &std::path::Path) -> Child {
+    let child = std::process::Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--appendonly", "yes", "--appendfsync", "always"])
+        .args(["--save", ""])
+        .arg("--dir")
+        .arg(dir)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-server");
+    Child(child)
+}

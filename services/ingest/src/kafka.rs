@@ -106,7 +106,7 @@ impl Publisher {
     /// From now on, a record waiting for room in the producer's queue waits at most `budget`
     /// more (an earlier, shorter budget stays).
     pub fn close(&self, budget: Duration) {
-        let mut c = self.closing.lock().expect("closing lock");
+        let mut c = self.closing.lock().unwrap_or_else(|p| p.into_inner());
         let at = Instant::now() + budget;
         if c.is_none_or(|prev| at < prev) {
             *c = Some(at);
@@ -115,7 +115,7 @@ impl Publisher {
 
     /// True when a record that started waiting at `since` must give up.
     fn give_up(&self, since: Instant) -> bool {
-        match *self.closing.lock().expect("closing lock") {
+        match *self.closing.lock().unwrap_or_else(|p| p.into_inner()) {
             Some(at) => Instant::now() >= at,
             None => since.elapsed() >= self.queue_full_timeout,
         }

@@ -136,11 +136,6 @@ impl Ring {
         Ring { producer, counts }
     }
 
-    /// Puts one entry in the ring, or fails at once when it is full.
-    pub fn try_put(&mut self, entry: Entry) -> Result<(), RingFull> {
-        self.try_put_all(vec![entry])
-    }
-
     /// Puts all entries in the ring or none of them, so a 503 never leaves half a batch behind.
     pub fn try_put_all(&mut self, entries: Vec<Entry>) -> Result<(), RingFull> {
         let n = entries.len();

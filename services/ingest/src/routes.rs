@@ -184,14 +184,7 @@ async fn publish(s: &Settings, ring: &WorkerRing, msgs: &[Message]) -> Result<()
         });
         entries.push(entry(m, ack));
     }
-    let put = {
-        let mut r = ring.0.borrow_mut();
-        if entries.len() == 1 {
-            r.try_put(entries.pop().expect("one"))
-        } else {
-            r.try_put_all(entries)
-        }
-    };
+    let put = ring.0.borrow_mut().try_put_all(entries);
     put.map_err(|_| ApiError::unavailable("ring_full", "the ingest ring is full; retry later", s.cfg.retry_after))?;
     await_acks(s, acks, msgs).await
 }

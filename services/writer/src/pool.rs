@@ -193,6 +193,12 @@ impl Pool {
         }
     }
 
+    /// The pool's state. Jobs never run under this lock, so it is never poisoned in practice;
+    /// if it were, the counts inside are still consistent, so keep going rather than panic.
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.0.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// Runs one job, containing a panic: the worker (or the submitting consumer, for
     /// caller-runs) survives it, and the job's guard has already failed its batch.
     async fn run_contained(&self, job: Job) {
@@ -208,7 +214,7 @@ impl Pool {
 
     /// Starts the job on a worker or queues it; hands it back when neither is possible.
     fn try_place(&self, job: Job) -> Result<(), Job> {
-        let mut st = self.0.state.lock().expect("pool lock");
+        let mut st = self.state();
         let spec = self.0.spec;
         // A queue holding nothing always takes one job, so a batch larger than the byte bound
         // still gets written (one at a time) instead of being refused forever.
@@ -245,7 +251,7 @@ impl Pool {
         let mut job = first;
         loop {
             self.run_contained(job).await;
-            let mut st = self.0.state.lock().expect("pool lock");
+            let mut st = self.state();
             match st.queue.pop_front() {
                 Some(next) => {
                     st.queue_bytes -= next.bytes;
@@ -268,7 +274,7 @@ impl Pool {
 
     /// (active workers, queued jobs), for tests and logs.
     pub fn load(&self) -> (usize, usize) {
-        let st = self.0.state.lock().expect("pool lock");
+        let st = self.state();
         (st.active, st.queue.len())
     }
 }

@@ -35,9 +35,18 @@ pub struct LogCounts {
     pub refused: u64,
 }
 
-fn lines(path: &Path) -> Result<impl Iterator<Item = Result<String, InputError>> + '_, InputError> {
-    let f = File::open(path).map_err(|source| InputError::Io { path: path.to_path_buf(), source })?;
-    Ok(BufReader::new(f).lines().map(move |l| l.map_err(|source| InputError::Io { path: path.to_path_buf(), source })))
+/// Calls `f` with each line of `path` (one buffer reused: id logs have millions of lines);
+/// `f` returns `false` to stop early.
+fn for_each_line(path: &Path, mut f: impl FnMut(&str) -> Result<bool, InputError>) -> Result<(), InputError> {
+    let io = |source| InputError::Io { path: path.to_path_buf(), source };
+    let mut r = BufReader::with_capacity(1 << 16, File::open(path).map_err(io)?);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if r.read_line(&mut line).map_err(io)? == 0 || !f(line.trim_end_matches(['\n', '\r']))? {
+            return Ok(());
+        }
+    }
 }
 
 /// The tagged part of a log line (`A id id`, `RUN x`), without k6's wrapping.
@@ -49,24 +58,26 @@ fn tagged(line: &str) -> Option<&str> {
 
 /// Whether `path` is a k6 id log (its first non-blank line is tagged).
 pub fn is_k6_log(path: &Path) -> Result<bool, InputError> {
-    for line in lines(path)? {
-        let line = line?;
-        if !line.trim().is_empty() {
-            return Ok(tagged(&line).is_some());
+    let mut tagged_first = false;
+    for_each_line(path, |line| {
+        if line.trim().is_empty() {
+            return Ok(true);
         }
-    }
-    Ok(false)
+        tagged_first = tagged(line).is_some();
+        Ok(false)
+    })?;
+    Ok(tagged_first)
 }
 
 /// The runs in a k6 log, in order.
 pub fn runs(path: &Path) -> Result<Vec<String>, InputError> {
     let mut out = Vec::new();
-    for line in lines(path)? {
-        let line = line?;
-        if let Some(run) = tagged(&line).and_then(|t| t.strip_prefix("RUN ")) {
+    for_each_line(path, |line| {
+        if let Some(run) = tagged(line).and_then(|t| t.strip_prefix("RUN ")) {
             out.push(run.trim().to_string());
         }
-    }
+        Ok(true)
+    })?;
     Ok(out)
 }
 
@@ -75,9 +86,8 @@ pub fn read_k6_log(path: &Path, run: &str, mut sink: impl FnMut(&str, Expect)) -
     let bad = |detail: String| InputError::invalid(path, detail);
     let (mut started, mut ended) = (false, None::<LogCounts>);
     let mut counts = LogCounts::default();
-    for line in lines(path)? {
-        let line = line?;
-        let Some(t) = tagged(&line) else { continue };
+    for_each_line(path, |line| {
+        let Some(t) = tagged(line) else { return Ok(true) };
         let mut words = t.split_whitespace();
         let (tag, first) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
         let inside = started && ended.is_none();
@@ -88,25 +98,21 @@ pub fn read_k6_log(path: &Path, run: &str, mut sink: impl FnMut(&str, Expect)) -
                 return Err(bad(format!("run {first} started inside run {run}: two runs shared the file")))
             }
             "END" if first == run && inside => ended = Some(end_counts(words).map_err(bad)?),
-            "A" | "U" | "R" if inside => {
-                let e = match tag {
-                    "A" => Expect::Accepted,
-                    "U" => Expect::Uncertain,
-                    _ => Expect::Refused,
+            "A" | "U" | "R" if inside && !first.is_empty() => {
+                let (e, n) = match tag {
+                    "A" => (Expect::Accepted, &mut counts.accepted),
+                    "U" => (Expect::Uncertain, &mut counts.uncertain),
+                    _ => (Expect::Refused, &mut counts.refused),
                 };
-                let n = 1 + words.clone().count() as u64;
                 for id in std::iter::once(first).chain(words) {
                     sink(id, e);
-                }
-                match e {
-                    Expect::Accepted => counts.accepted += n,
-                    Expect::Uncertain => counts.uncertain += n,
-                    _ => counts.refused += n,
+                    *n += 1;
                 }
             }
             _ => {}
         }
-    }
+        Ok(true)
+    })?;
     match ended {
         _ if !started => Err(bad(format!("no `k6ids RUN {run}` line: not the id log of this run"))),
         None => Err(bad(format!("run {run} has no END line: k6 did not finish, the id log is incomplete"))),
@@ -135,19 +141,20 @@ fn end_counts<'a>(words: impl Iterator<Item = &'a str>) -> Result<LogCounts, Str
 
 /// Reads a plain id file (one id per line, blank lines ignored) as ids of class `e`.
 pub fn read_plain(path: &Path, e: Expect, mut sink: impl FnMut(&str, Expect)) -> Result<u64, InputError> {
-    let mut n = 0;
-    for (i, line) in lines(path)?.enumerate() {
-        let line = line?;
+    let (mut n, mut at) = (0, 0);
+    for_each_line(path, |line| {
+        at += 1;
         let id = line.trim();
         if id.is_empty() {
-            continue;
+            return Ok(true);
         }
         if id.contains(char::is_whitespace) {
-            return Err(InputError::invalid(path, format!("line {}: `{id}` is not one id", i + 1)));
+            return Err(InputError::invalid(path, format!("line {at}: `{id}` is not one id")));
         }
         sink(id, e);
         n += 1;
-    }
+        Ok(true)
+    })?;
     Ok(n)
 }
 

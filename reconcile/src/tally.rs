@@ -7,7 +7,7 @@
 //! see an id a store holds twice whatever the store.
 
 use crate::class::{Class, Severity};
-use pipeline_common::message::{shard_of, shard_table};
+use pipeline_common::message::{shard_of, shard_table, SHARDS};
 use pipeline_common::stores::{StoreKind, StoredId};
 use std::collections::HashMap;
 
@@ -43,6 +43,8 @@ pub struct Tally {
     rows: Vec<u8>,
     /// Per store: rows held in a place other than the id's own (the MySQL shard table).
     misplaced: Vec<Class>,
+    /// The shard table names, made once rather than once per row.
+    tables: Vec<String>,
 }
 
 /// One id's row, borrowed.
@@ -60,6 +62,7 @@ impl Tally {
             index: HashMap::new(),
             rows: Vec::new(),
             misplaced: stores.iter().map(|_| Class::new(Severity::Failure)).collect(),
+            tables: (0..SHARDS).map(shard_table).collect(),
         }
     }
 
@@ -102,8 +105,8 @@ impl Tally {
         let stride = self.stride();
         for sid in ids {
             if let Some(place) = &sid.place {
-                let own = shard_table(shard_of(&sid.id));
-                if *place != own {
+                let own = &self.tables[shard_of(&sid.id) as usize];
+                if place != own {
                     self.misplaced[store].add_with(&sid.id, || format!("{} in {place}", sid.id));
                 }
             }

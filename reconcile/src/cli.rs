@@ -61,4 +61,12 @@ pub enum Cmd {
     },
     /// Wait for drain, empty every store, and check twice that all read zero.
     Reset,
+    /// Check that a k6 run's id log is complete and count its ids; contacts nothing.
+    Ids {
+        /// A k6 summary naming its id log, or a k6 id log.
+        file: PathBuf,
+        /// Also write PREFIX.accepted.ids, PREFIX.uncertain.ids and PREFIX.refused.ids.
+        #[arg(long, value_name = "PREFIX")]
+        write: Option<PathBuf>,
+    },
 }

@@ -12,6 +12,7 @@ mod dlq;
 mod drain;
 mod expect;
 mod idlog;
+mod ids_cmd;
 mod report;
 mod tally;
 mod totals;
@@ -84,10 +85,17 @@ fn plan(cmd: &Cmd) -> anyhow::Result<Plan> {
              an id missing from every store is invisible. --stores-only compares the stores with each other only"
         ),
         Cmd::Reset => Plan::Reset,
+        Cmd::Ids { .. } => anyhow::bail!("internal: `ids` has no plan"),
     })
 }
 
 async fn run(cli: Cli) -> anyhow::Result<u8> {
+    if let Cmd::Ids { file, write } = &cli.cmd {
+        return Ok(match ids_cmd::run(file, write.as_deref(), cli.json) {
+            Ok(()) => 0,
+            Err(e) => bad_input(&e.into(), cli.json),
+        });
+    }
     let plan = match plan(&cli.cmd) {
         Ok(p) => p,
         Err(e) => return Ok(bad_input(&e, cli.json)),

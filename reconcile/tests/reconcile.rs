@@ -8,19 +8,25 @@ use serde_json::Value;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// Runs `reconcile ARGS --json` in the namespace; returns (exit code, parsed stdout).
+/// Runs `reconcile ARGS --json` in the namespace (its dead-letter topic is `<namespace>.dlq`);
+/// returns (exit code, parsed stdout).
 fn reconcile(ns: &Namespace, args: &[&str]) -> (i32, Value) {
     let out = Command::new(pipeline_common::testkit::bin_path("reconcile"))
         .args(args)
         .arg("--json")
         .args(["--drain-timeout", "60"])
         .envs(ns.env())
+        .env("WRITER_DLQ_TOPIC", dlq_topic(ns))
         .output()
         .expect("run reconcile");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let json = serde_json::from_str(stdout.trim())
         .unwrap_or_else(|e| panic!("{e}: {stdout} / {}", String::from_utf8_lossy(&out.stderr)));
     (out.status.code().expect("exit code"), json)
+}
+
+fn dlq_topic(ns: &Namespace) -> String {
+    format!("{}.dlq", ns.name)
 }
 
 fn count_of(report: &Value, store: &str) -> u64 {
@@ -119,18 +125,25 @@ async fn end_to_end_k6_closed_loop_reconciles() {
     let _g = exclusive().await;
     let ns = Namespace::new("e2e").await;
     let (ingest_port, metrics_port) = (free_port(), free_port());
-    let mut writer = ns.spawn("writer", &[], &[("WRITER_METRICS_ADDR", format!("127.0.0.1:{metrics_port}"))]);
+    let mut writer = ns.spawn(
+        "writer",
+        &[],
+        &[("WRITER_METRICS_ADDR", format!("127.0.0.1:{metrics_port}")), ("WRITER_DLQ_TOPIC", dlq_topic(&ns))],
+    );
     let mut ingest = ns.spawn("ingest", &[], &[("INGEST_LISTEN", format!("127.0.0.1:{ingest_port}"))]);
     wait_ready(&format!("http://127.0.0.1:{ingest_port}/readyz"), &mut ingest).await;
     wait_ready(&format!("http://127.0.0.1:{metrics_port}/healthz"), &mut writer).await;
 
     let summary = std::env::temp_dir().join(format!("{}.summary.json", ns.name));
+    let id_log = std::env::temp_dir().join(format!("{}.summary.ids", ns.name));
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     let k6 = Command::new(k6_bin())
         .current_dir(root)
         .args(["run", "-q", "k6/closed-loop.js"])
         .env("INGEST_URL", format!("http://127.0.0.1:{ingest_port}"))
         .env("SUMMARY_FILE", &summary)
+        .env("K6_CONSOLE_OUTPUT", &id_log)
+        .env("K6_LOG_FORMAT", "raw")
         .env("VUS", "20")
         .env("DURATION", "10s")
         .env("WARMUP_ROUNDS", "1")
@@ -150,6 +163,7 @@ async fn end_to_end_k6_closed_loop_reconciles() {
 
     let (code, report) = reconcile(&ns, &["count", "--expect-from", summary.to_str().unwrap()]);
     assert_eq!(code, 0, "every 202 is in every store exactly once: {report}");
-    let (code, diff) = reconcile(&ns, &["diff"]);
+    assert_eq!(report["check"], "ids", "checked id by id, not by totals: {report}");
+    let (code, diff) = reconcile(&ns, &["diff", "--expect-from", summary.to_str().unwrap()]);
     assert_eq!(code, 0, "{diff}");
 }

@@ -1,0 +1,224 @@
+//! The id-level checks against the real stores: what totals cannot see (a lost id hidden by an
+//! extra one), uncertain and refused ids, duplicates, and dead letters. Each test seeds its own
+//! namespace directly (no pipeline) and writes a k6-style summary and id log by hand.
+
+use pipeline_common::message::{shard_of, shard_table};
+use pipeline_common::stores::{Store, StoreKind};
+use pipeline_common::testkit::{exclusive, messages, Namespace};
+use pipeline_common::Message;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+
+/// Runs `reconcile ARGS --json` in the namespace (dead-letter topic `<namespace>.dlq`).
+fn reconcile(ns: &Namespace, args: &[&str]) -> (i32, Value) {
+    let out = Command::new(pipeline_common::testkit::bin_path("reconcile"))
+        .args(args)
+        .arg("--json")
+        .args(["--drain-timeout", "60"])
+        .envs(ns.env())
+        .env("WRITER_DLQ_TOPIC", format!("{}.dlq", ns.name))
+        .output()
+        .expect("run reconcile");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("{e}: {stdout} / {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code().expect("exit code"), json)
+}
+
+fn ids(msgs: &[Message]) -> Vec<&str> {
+    msgs.iter().map(|m| m.id.as_str()).collect()
+}
+
+/// Writes a summary and id log as k6/lib/summary.js and k6/lib/ids.js do; returns the summary.
+fn k6_run(ns: &Namespace, accepted: &[&str], uncertain: &[&str], refused: &[&str]) -> PathBuf {
+    let dir = std::env::temp_dir();
+    let (summary, log) = (dir.join(format!("{}.json", ns.name)), dir.join(format!("{}.ids", ns.name)));
+    let mut text = "k6ids RUN r1\n".to_string();
+    for (tag, list) in [("A", accepted), ("U", uncertain), ("R", refused)] {
+        for id in list {
+            text.push_str(&format!("k6ids {tag} {id}\n"));
+        }
+    }
+    text.push_str(&format!("k6ids END r1 A={} U={} R={}\n", accepted.len(), uncertain.len(), refused.len()));
+    std::fs::write(&log, text).unwrap();
+    let s = serde_json::json!({
+        "accepted": accepted.len(), "uncertain": uncertain.len(), "refused": refused.len(),
+        "ids": { "file": log, "run": "r1" },
+    });
+    std::fs::write(&summary, s.to_string()).unwrap();
+    summary
+}
+
+async fn write_all(stores: &[Arc<dyn Store>], msgs: &[Message], only: impl Fn(StoreKind) -> bool) {
+    for s in stores.iter().filter(|s| only(s.kind())) {
+        s.write(msgs).await.unwrap();
+    }
+}
+
+fn class<'a>(report: &'a Value, name: &str) -> (u64, Vec<&'a str>) {
+    let c = &report["classes"][name];
+    let total = c["total"].as_u64().unwrap_or_else(|| panic!("no class {name}: {report}"));
+    (total, c["examples"].as_array().unwrap().iter().map(|e| e.as_str().unwrap()).collect())
+}
+
+/// Failing classes with a non-zero total.
+fn failures(report: &Value) -> Vec<(String, u64)> {
+    report["classes"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, c)| c["failure"] == true && c["total"].as_u64() > Some(0))
+        .map(|(k, c)| (k.clone(), c["total"].as_u64().unwrap()))
+        .collect()
+}
+
+#[tokio::test]
+async fn equal_totals_hide_a_lost_id_that_the_id_check_names() {
+    let _g = exclusive().await;
+    let ns = Namespace::new("blind").await;
+    let stores = ns.stores().await;
+    let (batch, stray) = (messages(10, "t"), messages(1, "stray"));
+    // t-9 is in no store, "stray" (never accepted) is in every store: 10 accepted, 10 everywhere.
+    write_all(&stores, &batch[..9], |_| true).await;
+    write_all(&stores, &stray, |_| true).await;
+    let summary = k6_run(&ns, &ids(&batch), &[], &[]);
+    let summary = summary.to_str().unwrap();
+
+    let (code, totals) = reconcile(&ns, &["count", "--expect", "10"]);
+    assert_eq!(code, 0, "totals cannot see the swap: {totals}");
+    // Before this change `count --expect-from SUMMARY` compared the summary's `accepted` total the
+    // same way and said OK (exit 0): the assertion below fails on that behaviour.
+    let (code, report) = reconcile(&ns, &["count", "--expect-from", summary]);
+    assert_eq!(code, 1, "the id check sees the loss the totals hide: {report}");
+    assert_eq!(report["check"], "ids");
+    assert!(report["message"].as_str().unwrap().contains("checked at id level"), "{report}");
+    assert_eq!(totals["check"], "totals");
+    assert!(totals["message"].as_str().unwrap().contains("totals only"), "{totals}");
+    for s in StoreKind::ALL {
+        assert_eq!(class(&report, &format!("missing from {s}")), (1, vec![batch[9].id.as_str()]), "{report}");
+        assert_eq!(class(&report, &format!("extra in {s}")), (1, vec![stray[0].id.as_str()]), "{report}");
+    }
+    assert_eq!(failures(&report).len(), 8, "{report}");
+
+    let (code, diff) = reconcile(&ns, &["diff", "--expect-from", summary]);
+    assert_eq!((code, failures(&diff)), (1, failures(&report)), "diff and count agree: {diff}");
+    let (code, refused) = reconcile(&ns, &["diff"]);
+    assert_eq!((code, &refused["error"]), (2, &Value::from("bad_input")), "no expected set, no pretending");
+    let (code, agree) = reconcile(&ns, &["diff", "--stores-only"]);
+    assert_eq!((code, &agree["check"]), (0, &Value::from("stores-only")), "{agree}");
+    assert!(agree["message"].as_str().unwrap().contains("NOT checked against what was injected"), "{agree}");
+}
+
+#[tokio::test]
+async fn uncertain_ids_may_be_stored_refused_ones_never_and_none_twice() {
+    let _g = exclusive().await;
+    let ns = Namespace::new("uncertain").await;
+    let stores = ns.stores().await;
+    let (batch, u_in, u_out, refused) = (messages(5, "a"), messages(1, "uin"), messages(1, "uout"), messages(1, "r"));
+    write_all(&stores, &batch, |_| true).await;
+    write_all(&stores, &u_in, |_| true).await;
+    let uncertain = [u_in[0].id.as_str(), u_out[0].id.as_str()];
+    let summary = k6_run(&ns, &ids(&batch), &uncertain, &ids(&refused));
+    let summary = summary.to_str().unwrap();
+
+    let (code, report) = reconcile(&ns, &["count", "--expect-from", summary]);
+    assert_eq!(code, 0, "an uncertain id stored, another not: both fine: {report}");
+    assert_eq!(class(&report, "uncertain, stored"), (1, vec![u_in[0].id.as_str()]));
+    assert_eq!(class(&report, "uncertain, not stored"), (1, vec![u_out[0].id.as_str()]));
+    assert_eq!(report["expected"], serde_json::json!({ "accepted": 5, "uncertain": 2, "refused": 1 }));
+    // The same check from plain id files.
+    let dir = std::env::temp_dir();
+    let (a, u) = (dir.join(format!("{}.a.ids", ns.name)), dir.join(format!("{}.u.ids", ns.name)));
+    std::fs::write(&a, ids(&batch).join("\n")).unwrap();
+    std::fs::write(&u, uncertain.join("\n")).unwrap();
+    let (code, plain) = reconcile(&ns, &["diff", "--ids", a.to_str().unwrap(), "--uncertain", u.to_str().unwrap()]);
+    assert_eq!(code, 0, "{plain}");
+
+    // a-0 copied into a second shard table; the refused id written to Redis.
+    let dup = &batch[0];
+    let wrong = shard_table((shard_of(&dup.id) + 1) % 16);
+    let pool = sqlx::mysql::MySqlPoolOptions::new().connect(&ns.stores.mysql.url).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO {wrong} (id, sender, recipient, body, sent_at) SELECT id, sender, recipient, body, sent_at FROM {} WHERE id = ?",
+        shard_table(shard_of(&dup.id))
+    )))
+    .bind(&dup.id)
+    .execute(&pool)
+    .await
+    .unwrap();
+    write_all(&stores, &refused, |k| k == StoreKind::Redis).await;
+    let (code, report) = reconcile(&ns, &["diff", "--expect-from", summary]);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(
+        failures(&report),
+        [("duplicated (mysql)".to_string(), 1), ("refused but in redis".into(), 1), ("wrong shard (mysql)".into(), 1)]
+    );
+    assert_eq!(class(&report, "duplicated (mysql)").1, [format!("{} (2 times)", dup.id)]);
+    assert_eq!(class(&report, "refused but in redis").1, [refused[0].id.as_str()]);
+}
+
+/// Produces dead letters the way the writer does: (key, payload, headers).
+async fn dead_letters(ns: &Namespace, topic: &str, records: Vec<(String, Vec<u8>, Vec<(&str, String)>)>) {
+    use rdkafka::message::{Header, OwnedHeaders};
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    pipeline_common::kafka::ensure_topic(&ns.kafka, topic, 1).await.unwrap();
+    let producer: FutureProducer =
+        pipeline_common::kafka::client_config(&ns.kafka).set("acks", "all").create().unwrap();
+    for (key, payload, headers) in records {
+        let mut h = OwnedHeaders::new();
+        for (k, v) in &headers {
+            h = h.insert(Header { key: k, value: Some(v.as_str()) });
+        }
+        let rec = FutureRecord::to(topic).key(&key).payload(&payload).headers(h);
+        producer.send(rec, std::time::Duration::from_secs(30)).await.map_err(|(e, _)| e).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_dead_lettered_accepted_id_is_reported_as_dead_lettered_not_missing() {
+    let _g = exclusive().await;
+    let ns = Namespace::new("dead").await;
+    let stores = ns.stores().await;
+    let (fine, x, y, old) = (messages(3, "ok"), messages(1, "x"), messages(1, "y"), messages(1, "oldrun"));
+    write_all(&stores, &fine, |_| true).await;
+    // Elasticsearch refused x; y could not be decoded (dead-lettered for every store).
+    write_all(&stores, &x, |k| k != StoreKind::Es).await;
+    let header = |k: &'static str, v: &str| (k, v.to_string());
+    dead_letters(
+        &ns,
+        &format!("{}.dlq", ns.name),
+        vec![
+            (
+                x[0].id.clone(),
+                x[0].to_json().into_bytes(),
+                vec![header("error", "mapper_parsing_exception"), header("store", "es"), header("id", &x[0].id)],
+            ),
+            (
+                "0:5".into(),
+                y[0].to_json().into_bytes(),
+                vec![header("error", "body too long"), header("store", "decode")],
+            ),
+            ("0:6".into(), b"\xffnot json".to_vec(), vec![header("error", "not a message"), header("store", "decode")]),
+            (old[0].id.clone(), old[0].to_json().into_bytes(), vec![header("error", "mongo: too big")]),
+        ],
+    )
+    .await;
+    let accepted: Vec<&str> = ids(&fine).into_iter().chain([x[0].id.as_str(), y[0].id.as_str()]).collect();
+    let summary = k6_run(&ns, &accepted, &[], &[]);
+
+    let (code, report) = reconcile(&ns, &["count", "--expect-from", summary.to_str().unwrap()]);
+    assert_eq!(code, 1, "a dead-lettered 202 is still a broken promise: {report}");
+    assert_eq!(failures(&report), [("dead-lettered (accepted)".to_string(), 2)], "not `missing`: {report}");
+    assert_eq!(
+        class(&report, "dead-lettered (accepted)").1,
+        [format!("{} (es: mapper_parsing_exception)", x[0].id), format!("{} (decode: body too long)", y[0].id)]
+    );
+    assert_eq!(
+        class(&report, "dead-lettered (other ids)"),
+        (1, vec![format!("{} (mongo: too big)", old[0].id).as_str()])
+    );
+    assert_eq!(class(&report, "dead letters without id"), (1, vec!["0:6 (not a message)"]));
+    assert_eq!(report["dead_letters"]["records"], 4, "the whole topic was read: {report}");
+}

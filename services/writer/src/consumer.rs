@@ -181,6 +181,8 @@ impl BatchConsumer {
             tokio::time::sleep(grace).await;
         };
         tokio::pin!(grace_over);
+        // Set once `grace_over` has fired: a finished future must not be polled again.
+        let mut grace_spent = false;
         let mut next_batch: u64 = 0;
         let mut outcome = Ok(());
         tracing::info!(consumer = self.id, "consuming");
@@ -221,11 +223,12 @@ impl BatchConsumer {
                 },
                 _ = &mut grace_over => {
                     tracing::warn!(consumer = self.id, "shutdown grace over during a synchronous write");
+                    grace_spent = true;
                     break;
                 }
             }
         }
-        if outcome.is_ok() {
+        if outcome.is_ok() && !grace_spent {
             // Shutdown: no more fetching; wait (at most the grace) for what is in flight.
             while self.tracker.lock().pending() > 0 {
                 tokio::select! {

@@ -30,7 +30,7 @@ async fn a_store_that_refuses_some_records_for_good_does_not_block_the_rest() {
     let es = format!("{}/{}", run.ns.stores.es.url, run.ns.stores.es.index);
     let http = reqwest::Client::new();
     assert!(http.delete(&es).send().await.unwrap().status().is_success());
-    let mapping = r#"{"mappings":{"properties":{"recipient":{"type":"integer"}}}}"#;
+    let mapping = r#"{"mappings":{"properties":{"id":{"type":"keyword"},"recipient":{"type":"integer"}}}}"#;
     let created = http.put(&es).header("content-type", "application/json").body(mapping).send().await.unwrap();
     assert!(created.status().is_success(), "{:?}", created.text().await);
 

@@ -1,0 +1,301 @@
+"""Evidence → verdicts for scripts/chaos.
+
+    report.py merge DIR          k6 id logs (k6-*.json summaries) + poison id files of one scenario
+                                 → DIR/expected-{accepted,uncertain,refused}.ids (exit 2 if a log
+                                 disagrees with its summary)
+    report.py row DIR NAME       DIR/reconcile.json, events.tsv, monitor.jsonl, checks.tsv → DIR/row.json
+    report.py table OUT NAME...  the table of the rows, then the notes; exit 1 unless every verdict is exact
+
+Events (events.tsv, written by scripts/chaos): `epoch <TAB> kind <TAB> label <TAB> arg`, kinds
+fault-start, fault-end (arg = consume | produce: which progress ends the recovery), freeze-start,
+freeze-end (label = store), need-backlog (the group must lag at that moment). Recovery after a fault-end at T: the first monitor sample after T in
+which the writers' committed offsets (consume) or the topic's high watermarks (produce) moved past
+their value at T, or the group had no lag at all (nothing left to do); seconds since T.
+"""
+import glob
+import json
+import os
+import sys
+
+STORES = ("mysql", "redis", "es", "mongo")
+
+
+# ------------------------------------------------------------------ merge
+def k6_section(path, run):
+    """Ids of one run of a k6 id log: {'A': [...], 'U': [...], 'R': [...]}, and the END counts."""
+    got, end, inside = {"A": [], "U": [], "R": []}, None, False
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            at = line.find("k6ids ")
+            if at < 0:
+                continue
+            t = line[at + 6:].split('"')[0].strip()
+            kind, _, rest = t.partition(" ")
+            if kind == "RUN":
+                inside = rest.strip() == run
+            elif kind == "END" and rest.split()[0] == run:
+                end = dict(kv.split("=") for kv in rest.split()[1:])
+                inside = False
+            elif inside and kind in got:
+                got[kind].extend(rest.split())
+    return got, end
+
+
+def merge(d):
+    acc, unc, ref, sources, bad = set(), set(), set(), [], []
+    for s in sorted(glob.glob(os.path.join(d, "k6-*.json"))):
+        with open(s) as f:
+            summ = json.load(f)
+        ids = summ.get("ids")
+        if not ids:
+            bad.append(f"{s}: no id log (k6 ran without K6_CONSOLE_OUTPUT)")
+            continue
+        log = ids["file"] if os.path.exists(ids["file"]) else os.path.join(d, os.path.basename(ids["file"]))
+        got, end = k6_section(log, ids["run"])
+        n = {k: len(v) for k, v in got.items()}
+        want = {"A": summ.get("accepted"), "U": summ.get("uncertain"), "R": summ.get("refused")}
+        if end is None:
+            bad.append(f"{log}: run {ids['run']} has no END line")
+        elif {k: int(v) for k, v in end.items()} != n or want != n:
+            bad.append(f"{log}: ids {n}, END {end}, summary {want}")
+        acc.update(got["A"]), unc.update(got["U"]), ref.update(got["R"])
+        sources.append({"summary": s, "log": log, "run": ids["run"], **n})
+    for cls, into in (("accepted", acc), ("uncertain", unc), ("refused", ref)):
+        p = os.path.join(d, f"poison-{cls}.ids")
+        if os.path.exists(p):
+            with open(p) as f:
+                ids = [l.strip() for l in f if l.strip()]
+            into.update(ids)
+            sources.append({"file": p, cls: len(ids)})
+    unc -= acc
+    ref -= acc | unc
+    for cls, ids in (("accepted", acc), ("uncertain", unc), ("refused", ref)):
+        with open(os.path.join(d, f"expected-{cls}.ids"), "w") as f:
+            f.write("".join(i + "\n" for i in sorted(ids)))
+    out = {"accepted": len(acc), "uncertain": len(unc), "refused": len(ref), "sources": sources, "problems": bad}
+    with open(os.path.join(d, "expected.json"), "w") as f:
+        json.dump(out, f, indent=1)
+    print(json.dumps({k: out[k] for k in ("accepted", "uncertain", "refused", "problems")}))
+    return 2 if bad else 0
+
+
+# ------------------------------------------------------------------ row
+def load_samples(d):
+    out = []
+    p = os.path.join(d, "monitor.jsonl")
+    if os.path.exists(p):
+        with open(p) as f:
+            for line in f:
+                try:
+                    s = json.loads(line)
+                except ValueError:
+                    continue
+                if "committed" in s:
+                    s["C"], s["H"] = sum(s["committed"]), sum(s["high"])
+                    s["lag"] = s["H"] - s["C"]
+                    out.append(s)
+    return out
+
+
+def load_events(d):
+    ev = []
+    p = os.path.join(d, "events.tsv")
+    if os.path.exists(p):
+        with open(p) as f:
+            for line in f:
+                parts = line.rstrip("\n").split("\t") + ["", "", ""]
+                ev.append((float(parts[0]), parts[1], parts[2], parts[3]))
+    return ev
+
+
+def at_or_before(samples, t):
+    best = None
+    for s in samples:
+        if s["t"] <= t:
+            best = s
+        else:
+            break
+    return best or (samples[0] if samples else None)
+
+
+def recovery(samples, t, kind):
+    base = at_or_before(samples, t)
+    if base is None:
+        return None
+    key = "C" if kind == "consume" else "H"
+    for s in samples:
+        if s["t"] <= t:
+            continue
+        if s[key] > base[key] or (kind == "consume" and s["lag"] == 0):
+            return max(0.0, s["t"] - t)
+    return None
+
+
+def metric(sample, port, pred):
+    m = sample["w"].get(port, {}) if sample else {}
+    return sum(v for k, v in m.items() if pred(k))
+
+
+def freeze_notes(samples, events):
+    notes, checks = [], []
+    starts = {e[2]: e[0] for e in events if e[1] == "freeze-start"}
+    for store, t1 in starts.items():
+        t2 = next((e[0] for e in events if e[1] == "freeze-end" and e[2] == store), None)
+        if t2 is None:
+            continue
+        ports = sorted({p for s in samples for p in s["w"]})
+        port = ports[0] if ports else None
+        lab = f'"{store}"'
+        fam = lambda name: (lambda k: k.startswith(name + "{") and lab in k)
+        before = at_or_before(samples, t1)
+        after = at_or_before(samples, t2 + 2)
+        window = [s for s in samples if t1 <= s["t"] <= t2 + 2]
+        pre = [s for s in samples if t1 - 5 <= s["t"] < t1]
+        d = lambda name: metric(after, port, fam(name)) - metric(before, port, fam(name))
+        retries, errors = d("writer_store_retries_total"), d("writer_store_errors_total")
+        rejected, caller = d("writer_pool_rejected_total"), d("writer_pool_caller_runs_total")
+        bucket = lambda le: (lambda k: k.startswith("writer_store_write_seconds_bucket{") and lab in k and f'le="{le}"' in k)
+        slow = (metric(after, port, bucket("+Inf")) - metric(before, port, bucket("+Inf"))) - (
+            metric(after, port, bucket("1")) - metric(before, port, bucket("1")))
+        qmax = max((metric(s, port, fam("writer_pool_queue_depth")) for s in window), default=0)
+        qpre = max((metric(s, port, fam("writer_pool_queue_depth")) for s in pre), default=0)
+        amax = max((metric(s, port, fam("writer_pool_active_workers")) for s in window), default=0)
+        lag_pre = max((s["lag"] for s in pre), default=0)
+        lag_peak = max((s["lag"] for s in window), default=0)
+        back = next((s["t"] - t2 for s in samples if s["t"] > t2 and s["lag"] <= lag_pre), None)
+        moved = retries + errors + rejected + caller + slow > 0 or qmax > qpre
+        notes.append(
+            f"freeze {store} {t2 - t1:.0f} s: /metrics during the freeze: retries +{retries:.0f}, errors +{errors:.0f}, "
+            f"pool rejected +{rejected:.0f}, caller-runs +{caller:.0f}, queue depth max {qmax:.0f} (before {qpre:.0f}), "
+            f"active workers max {amax:.0f}, {store} writes over 1 s +{slow:.0f}; lag {lag_pre} before → peak {lag_peak} → back to ≤{lag_pre} "
+            + (f"{back:.1f} s after SIGCONT" if back is not None else "NEVER"))
+        checks.append(("ok" if moved else "FAIL", f"freeze-{store}: /metrics moved during the freeze",
+                       "" if moved else "no retry, error, rejection, caller-run, queue growth or slow write seen"))
+        checks.append(("ok" if back is not None else "FAIL", f"freeze-{store}: backlog drained after SIGCONT",
+                       "" if back is not None else f"lag never returned to {lag_pre}"))
+    return notes, checks
+
+
+def row(d, name):
+    r = {"scenario": name, "faults": "", "accepted": None, "lost": None, "duplicated": None,
+         "uncertain_stored": None, "uncertain_not_stored": None, "recover_max_s": None, "verdict": "", "notes": []}
+    p = os.path.join(d, "faults.txt")
+    if os.path.exists(p):
+        r["faults"] = open(p).read().strip()
+    failures = []
+    rec = None
+    p = os.path.join(d, "reconcile.json")
+    if os.path.exists(p):
+        try:
+            rec = json.loads(open(p).read().strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            rec = None
+    if rec is None and os.path.exists(os.path.join(d, "reconcile.rc")):
+        err = open(os.path.join(d, "reconcile.err")).read().strip().splitlines()[-1:] if os.path.exists(os.path.join(d, "reconcile.err")) else []
+        failures.append(f"reconcile produced no JSON: {' '.join(err)[:300]}")
+    elif rec.get("drained") is False:
+        lag = ", ".join(f"p{x['partition']} {x['committed']}/{x['high']}" for x in rec.get("lagging", []))
+        failures.append(f"NOT DRAINED ({lag})")
+    elif rec.get("error"):
+        failures.append(f"reconcile: {rec.get('error')}: {rec.get('detail', '')[:200]}")
+    else:
+        cl = rec.get("classes", {})
+        tot = lambda k: cl.get(k, {}).get("total", 0)
+        r["accepted"] = (rec.get("expected") or {}).get("accepted")
+        lost = {s: tot(f"missing from {s}") for s in STORES}
+        dup = {s: tot(f"duplicated ({s})") for s in STORES}
+        r["lost"] = max(lost.values()) + tot("dead-lettered (accepted)")
+        r["lost_by_store"] = lost
+        r["duplicated"] = max(dup.values())
+        r["dup_by_store"] = dup
+        r["uncertain_stored"] = tot("uncertain, stored")
+        r["uncertain_not_stored"] = tot("uncertain, not stored")
+        r["dead_letters"] = (rec.get("dead_letters") or {}).get("records")
+        if rec.get("check") != "ids":
+            failures.append(f"checked at {rec.get('check')} level, not ids")
+        for k, c in cl.items():
+            if c.get("failure") and c.get("total"):
+                ex = ", ".join(c.get("examples", [])[:3])
+                failures.append(f"{k} {c['total']} (e.g. {ex})")
+    samples, events = load_samples(d), load_events(d)
+    recs = []
+    for t, kind, label, arg in events:
+        if kind == "fault-end":
+            x = recovery(samples, t, arg or "consume")
+            recs.append({"fault": label, "progress": arg, "recover_s": x})
+            if x is None:
+                failures.append(f"no progress after {label}")
+    r["recoveries"] = recs
+    vals = [x["recover_s"] for x in recs if x["recover_s"] is not None]
+    r["recover_max_s"] = round(max(vals), 1) if vals else None
+    notes, fchecks = freeze_notes(samples, events)
+    r["notes"].extend(notes)
+    checks = list(fchecks)
+    for t, kind, label, _ in events:
+        if kind == "need-backlog":
+            s = at_or_before(samples, t)
+            lag = s["lag"] if s else None
+            r["notes"].append(f"lag at {label}: {lag} records (committed {s['C'] if s else '?'} of {s['H'] if s else '?'})")
+            checks.append(("ok" if lag else "FAIL", f"a backlog at {label}",
+                           "" if lag else "the backlog had drained already: make it bigger"))
+    if rec is not None and (rec.get("dead_letters") or {}).get("records"):
+        checks.append(("FAIL", "no dead letters", f"{rec['dead_letters']['records']} records in {rec['dead_letters'].get('topic')}"))
+    p = os.path.join(d, "checks.tsv")
+    if os.path.exists(p):
+        for line in open(p):
+            parts = line.rstrip("\n").split("\t") + ["", ""]
+            checks.append((parts[0], parts[1], parts[2]))
+    r["checks"] = [{"ok": c[0] == "ok", "check": c[1], "detail": c[2]} for c in checks]
+    failures += [f"{c[1]}: {c[2]}" if c[2] else c[1] for c in checks if c[0] != "ok"]
+    r["failures"] = failures
+    r["verdict"] = "exact" if not failures else "NOT EXACT"
+    with open(os.path.join(d, "row.json"), "w") as f:
+        json.dump(r, f, indent=1)
+    return 0 if not failures else 1
+
+
+# ------------------------------------------------------------------ table
+def fmt(v, by=None):
+    if v is None:
+        return "?"
+    if v and by:
+        return f"{v} (" + " ".join(f"{s} {n}" for s, n in by.items() if n) + ")"
+    return str(v)
+
+
+def table(out, names):
+    rows = []
+    for n in names:
+        p = os.path.join(out, n, "row.json")
+        rows.append(json.load(open(p)) if os.path.exists(p) else
+                    {"scenario": n, "faults": "(did not run to the end)", "verdict": "NOT EXACT", "failures": ["no row"], "notes": []})
+    head = ["scenario", "faults injected", "202s", "lost", "duplicated", "uncertain stored/not", "max recover s", "verdict"]
+    body = []
+    for r in rows:
+        rm = r.get("recover_max_s")
+        body.append([r["scenario"], r.get("faults", ""), fmt(r.get("accepted")), fmt(r.get("lost"), r.get("lost_by_store")),
+                     fmt(r.get("duplicated"), r.get("dup_by_store")),
+                     f"{fmt(r.get('uncertain_stored'))} / {fmt(r.get('uncertain_not_stored'))}",
+                     "-" if rm is None else f"{rm:.1f}", r.get("verdict", "")])
+    w = [max(len(str(x[i])) for x in body + [head]) for i in range(len(head))]
+    line = lambda cells: "| " + " | ".join(str(c).ljust(w[i]) for i, c in enumerate(cells)) + " |"
+    print(line(head))
+    print("|" + "|".join("-" * (x + 2) for x in w) + "|")
+    for b in body:
+        print(line(b))
+    for r in rows:
+        extra = r.get("notes", []) + [f"FAILED: {f}" for f in r.get("failures", [])]
+        for x in extra:
+            print(f"  {r['scenario']}: {x}")
+    return 0 if all(r.get("verdict") == "exact" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1]
+    if cmd == "merge":
+        sys.exit(merge(sys.argv[2]))
+    if cmd == "row":
+        sys.exit(row(sys.argv[2], sys.argv[3]))
+    if cmd == "table":
+        sys.exit(table(sys.argv[2], sys.argv[3:]))
+    sys.exit(__doc__)

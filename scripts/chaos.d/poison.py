@@ -137,6 +137,7 @@ def post(route, body):
 
 results, failed = [], 0
 acc, unc, ref = [], [], []
+sent = open(f"{out_dir}/poison-sent.jsonl", "w")  # what was sent, for fidelity.py
 for name, route, body, ids, expect in cases:
     t0 = time.time()
     try:
@@ -153,6 +154,13 @@ for name, route, body, ids, expect in cases:
     problems = []
     if status == 202:
         acc.extend(got_ids)
+        try:
+            items = json.loads(body)
+            items = items if isinstance(items, list) else [items]
+            for it in (items if len(items) <= 2 else [items[0], items[-1]]):
+                sent.write(json.dumps({"case": name, **it}) + "\n")
+        except ValueError:
+            pass
         if sorted(set(got_ids)) != sorted(set(ids)):
             problems.append(f"202 names ids {got_ids[:3]}... not the {len(set(ids))} sent")
         if expect == "invalid":
@@ -171,6 +179,7 @@ for name, route, body, ids, expect in cases:
     print(f"{'ok  ' if not problems else 'FAIL'} {name:22} {expect:7} -> {status} {text[:100]!r}"
           + (f"  [{'; '.join(problems)}]" if problems else ""), flush=True)
 
+sent.close()
 with open(f"{out_dir}/poison.json", "w") as f:
     json.dump(results, f, indent=1)
 for cls, ids in (("accepted", acc), ("uncertain", unc), ("refused", ref)):

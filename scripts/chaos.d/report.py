@@ -8,9 +8,9 @@
 
 Events (events.tsv, written by scripts/chaos): `epoch <TAB> kind <TAB> label <TAB> arg`, kinds
 fault-start, fault-end (arg = consume | produce: which progress ends the recovery), freeze-start,
-freeze-end (label = store), need-backlog (the group must lag at that moment). Recovery after a fault-end at T: the first monitor sample after T in
-which the writers' committed offsets (consume) or the topic's high watermarks (produce) moved past
-their value at T, or the group had no lag at all (nothing left to do); seconds since T.
+freeze-end (label = store), need-backlog (the group must lag at that moment). Recovery after a fault-end at T (see `recovery`): seconds until every
+partition that lagged at T had its committed offset move (consume), or until the topic's high
+watermarks grew (produce).
 """
 import glob
 import json
@@ -119,16 +119,24 @@ def at_or_before(samples, t):
 
 
 def recovery(samples, t, kind):
+    """Seconds after `t` until the pipeline moved again: `produce`, the topic's high watermarks grew;
+    `consume`, EVERY partition that lagged at `t` had its committed offset move (a partition stuck
+    behind a dead member counts even when the others progress) or had no lag left."""
     base = at_or_before(samples, t)
     if base is None:
         return None
-    key = "C" if kind == "consume" else "H"
-    for s in samples:
-        if s["t"] <= t:
+    later = [s for s in samples if s["t"] > t]
+    if kind == "produce":
+        return next((s["t"] - t for s in later if s["H"] > base["H"]), None)
+    worst = 0.0
+    for p, (c0, h0) in enumerate(zip(base["committed"], base["high"])):
+        if h0 - c0 <= 0:
             continue
-        if s[key] > base[key] or (kind == "consume" and s["lag"] == 0):
-            return max(0.0, s["t"] - t)
-    return None
+        hit = next((s["t"] - t for s in later if s["committed"][p] > c0 or s["committed"][p] >= s["high"][p]), None)
+        if hit is None:
+            return None
+        worst = max(worst, hit)
+    return worst
 
 
 def metric(sample, port, pred):

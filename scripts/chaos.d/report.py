@@ -1,8 +1,8 @@
 """Evidence → verdicts for scripts/chaos.
 
-    report.py merge DIR          k6 id logs (k6-*.json summaries) + poison id files of one scenario
-                                 → DIR/expected-{accepted,uncertain,refused}.ids (exit 2 if a log
-                                 disagrees with its summary)
+    report.py merge DIR          the id sets of one scenario (k6 runs, poison corpus)
+                                 → DIR/expected-{accepted,uncertain,refused}.ids (exit 2 if a k6
+                                 log disagrees with its summary)
     report.py row DIR NAME       DIR/reconcile.json, events.tsv, monitor.jsonl, checks.tsv → DIR/row.json
     report.py table OUT NAME...  the table of the rows, then the notes; exit 1 unless every verdict is exact
 
@@ -42,8 +42,25 @@ def k6_section(path, run):
 
 
 def merge(d):
+    """The union of a scenario's id sets. A k6 run's ids come from the plain files `reconcile ids
+    SUMMARY --write DIR/ids-TAG` wrote (reconcile checked the log against its summary); a summary
+    without them is read here, with the same checks. Poison ids come from poison-*.ids."""
     acc, unc, ref, sources, bad = set(), set(), set(), [], []
+    into = {"accepted": acc, "uncertain": unc, "refused": ref}
+
+    def plain(path, cls):
+        with open(path) as f:
+            ids = [l.strip() for l in f if l.strip()]
+        into[cls].update(ids)
+        sources.append({"file": path, cls: len(ids)})
+
     for s in sorted(glob.glob(os.path.join(d, "k6-*.json"))):
+        tag = os.path.basename(s)[3:-5]
+        written = [os.path.join(d, f"ids-{tag}.{cls}.ids") for cls in into]
+        if all(os.path.exists(w) for w in written):
+            for w, cls in zip(written, into):
+                plain(w, cls)
+            continue
         with open(s) as f:
             summ = json.load(f)
         ids = summ.get("ids")
@@ -60,13 +77,10 @@ def merge(d):
             bad.append(f"{log}: ids {n}, END {end}, summary {want}")
         acc.update(got["A"]), unc.update(got["U"]), ref.update(got["R"])
         sources.append({"summary": s, "log": log, "run": ids["run"], **n})
-    for cls, into in (("accepted", acc), ("uncertain", unc), ("refused", ref)):
+    for cls in into:
         p = os.path.join(d, f"poison-{cls}.ids")
         if os.path.exists(p):
-            with open(p) as f:
-                ids = [l.strip() for l in f if l.strip()]
-            into.update(ids)
-            sources.append({"file": p, cls: len(ids)})
+            plain(p, cls)
     unc -= acc
     ref -= acc | unc
     for cls, ids in (("accepted", acc), ("uncertain", unc), ("refused", ref)):

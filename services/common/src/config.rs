@@ -27,6 +27,7 @@ pub struct KafkaArgs {
 /// MySQL / MariaDB, the system of record.
 #[derive(Debug, Clone, Args)]
 pub struct MysqlArgs {
+    /// Connection URL (database included).
     #[arg(
         id = "mysql-url",
         long = "mysql-url",
@@ -41,6 +42,7 @@ pub struct MysqlArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct RedisArgs {
+    /// Connection URL (database number as the path).
     #[arg(id = "redis-url", long = "redis-url", env = "REDIS_URL", default_value = "redis://127.0.0.1:6379/0")]
     pub url: String,
 }
@@ -48,8 +50,10 @@ pub struct RedisArgs {
 /// Elasticsearch or OpenSearch (ES 7.10 API and later).
 #[derive(Debug, Clone, Args)]
 pub struct EsArgs {
+    /// Base URL of the Elasticsearch / OpenSearch HTTP API.
     #[arg(id = "es-url", long = "es-url", env = "ES_URL", default_value = "http://127.0.0.1:9200")]
     pub url: String,
+    /// Index holding the messages (created with its mapping when missing).
     #[arg(id = "es-index", long = "es-index", env = "ES_INDEX", default_value = "messages")]
     pub index: String,
     /// Per-request timeout, in milliseconds.
@@ -65,10 +69,13 @@ impl EsArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct MongoArgs {
+    /// Connection URL.
     #[arg(id = "mongo-url", long = "mongo-url", env = "MONGO_URL", default_value = "mongodb://127.0.0.1:27017")]
     pub url: String,
+    /// Database holding the messages.
     #[arg(id = "mongo-db", long = "mongo-db", env = "MONGO_DB", default_value = "pipeline")]
     pub database: String,
+    /// Collection holding the messages.
     #[arg(id = "mongo-collection", long = "mongo-collection", env = "MONGO_COLLECTION", default_value = "messages")]
     pub collection: String,
 }

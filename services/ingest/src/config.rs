@@ -18,6 +18,7 @@ pub enum AckMode {
 #[derive(Debug, Clone, Parser)]
 #[command(name = "ingest", about = "HTTP → disruptor ring → Kafka, with honest acknowledgements")]
 pub struct IngestConfig {
+    /// Address the HTTP API listens on.
     #[arg(long, env = "INGEST_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
     #[command(flatten)]
@@ -87,5 +88,22 @@ impl IngestConfig {
     /// `sent_at` and whitespace.
     pub fn max_message_request_bytes(&self) -> usize {
         self.max_body_bytes * 6 + 3 * pipeline_common::message::MAX_NAME_CHARS * 12 + 4096
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_flag_has_help_text() {
+        use clap::CommandFactory;
+        let cmd = IngestConfig::command();
+        let bare: Vec<_> = cmd
+            .get_arguments()
+            .filter(|a| a.get_help().is_none() && !["help", "version"].contains(&a.get_id().as_str()))
+            .map(|a| a.get_id().to_string())
+            .collect();
+        assert!(bare.is_empty(), "flags without help: {bare:?}");
     }
 }

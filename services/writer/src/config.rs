@@ -71,21 +71,31 @@ pub struct WriterConfig {
     /// or a comma list.
     #[arg(long, env = "WRITER_SYNC_STORES", default_value = "mysql")]
     pub sync_stores: SyncStores,
+    /// How asynchronous writes are pooled: one pool per store, or one shared pool (the seed's).
     #[arg(long, env = "WRITER_POOL", value_enum, default_value_t = PoolMode::PerStore)]
     pub pool: PoolMode,
-    /// The shared pool (`--pool shared`): core/max/queue/policy. The seed's shape by default.
+    /// The shared pool (`--pool shared`): core/max/queue/policy, policy caller-runs, block or
+    /// reject. The seed's shape by default.
     #[arg(long, env = "WRITER_POOL_SHARED", default_value = "12/24/1000/caller-runs")]
     pub pool_shared: PoolSpec,
-    /// Per-store pools (`--pool per-store`), core/max/queue/policy; only asynchronous stores use theirs.
+    /// MySQL's pool with `--pool per-store`, as core/max/queue/policy (policy: caller-runs,
+    /// block or reject). Used only when MySQL is not in --sync-stores.
     #[arg(long, env = "WRITER_POOL_MYSQL", default_value = "4/8/64/block")]
     pub pool_mysql: PoolSpec,
+    /// Redis's pool with `--pool per-store`, as core/max/queue/policy (policy: caller-runs,
+    /// block or reject).
     #[arg(long, env = "WRITER_POOL_REDIS", default_value = "4/8/64/block")]
     pub pool_redis: PoolSpec,
+    /// Elasticsearch's pool with `--pool per-store`, as core/max/queue/policy (policy:
+    /// caller-runs, block or reject).
     #[arg(long, env = "WRITER_POOL_ES", default_value = "4/8/64/block")]
     pub pool_es: PoolSpec,
+    /// MongoDB's pool with `--pool per-store`, as core/max/queue/policy (policy: caller-runs,
+    /// block or reject).
     #[arg(long, env = "WRITER_POOL_MONGO", default_value = "4/8/64/block")]
     pub pool_mongo: PoolSpec,
 
+    /// When an offset may be committed.
     #[arg(long, env = "WRITER_COMMIT", value_enum, default_value_t = CommitMode::AfterWrite)]
     pub commit: CommitMode,
     /// Dead-letter topic for records that cannot be decoded or that a store refuses for good.
@@ -145,6 +155,18 @@ mod tests {
         assert_eq!(c.kafka.partitions, 4);
         assert_eq!(c.pool_shared.to_string(), "12/24/1000/caller-runs");
         assert_eq!(c.commit, CommitMode::AfterWrite);
+    }
+
+    #[test]
+    fn every_flag_has_help_text() {
+        use clap::CommandFactory;
+        let cmd = WriterConfig::command();
+        let bare: Vec<_> = cmd
+            .get_arguments()
+            .filter(|a| a.get_help().is_none() && !["help", "version"].contains(&a.get_id().as_str()))
+            .map(|a| a.get_id().to_string())
+            .collect();
+        assert!(bare.is_empty(), "flags without help: {bare:?}");
     }
 
     #[test]

@@ -24,7 +24,14 @@ impl Run {
     }
 
     pub fn writer(&self, args: &[&str]) -> Child {
-        self.ns.spawn("writer", args, &[("WRITER_METRICS_ADDR", format!("127.0.0.1:{}", self.metrics_port))])
+        self.writer_with_env(args, &[])
+    }
+
+    /// A writer with extra environment variables (after the namespace's).
+    pub fn writer_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Child {
+        let mut all = vec![("WRITER_METRICS_ADDR", format!("127.0.0.1:{}", self.metrics_port))];
+        all.extend(env.iter().map(|(k, v)| (*k, v.to_string())));
+        self.ns.spawn("writer", args, &all)
     }
 
     /// Produces `n` messages tagged `tag` and returns their ids.

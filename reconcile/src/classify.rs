@@ -127,10 +127,8 @@ pub fn classify(tally: &Tally, dead: &DeadLetters, mode: Mode) -> Classes {
     for row in tally.rows() {
         let held = row.holds.iter().filter(|&&h| h > 0).count();
         let dl = dead.by_id.get(row.id);
-        for (&s, &h) in stores.iter().zip(row.holds) {
-            if h > 1 {
-                class(&mut c, &duplicated(s)).add_with(row.id, || format!("{} ({h} times)", row.id));
-            }
+        for (&s, _) in stores.iter().zip(row.holds).filter(|(_, &h)| h > 1) {
+            class(&mut c, &duplicated(s)).add(row.id);
         }
         let absent = || stores.iter().zip(row.holds).filter(|(_, &h)| h == 0).map(|(&s, _)| s);
         match (mode, row.expect) {

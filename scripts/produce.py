@@ -11,6 +11,7 @@ from confluent_kafka import Producer
 
 brokers, topic, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 body = "x" * int(sys.argv[4] if len(sys.argv) > 4 else 256)
+# The same producer settings as pipeline_common::kafka::producer_config (acks=all, idempotent, lz4).
 p = Producer({"bootstrap.servers": brokers, "acks": "all", "enable.idempotence": True,
               "compression.type": "lz4", "linger.ms": 20, "batch.size": 1 << 20})
 now = datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z")

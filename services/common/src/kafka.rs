@@ -22,6 +22,15 @@ pub fn client_config(args: &KafkaArgs) -> ClientConfig {
     c
 }
 
+/// The one producer configuration every producer of the pipeline uses (ingest, the writer's
+/// dead-letter producer, the test kit): `acks=all` and idempotence, so an acknowledged record is
+/// on the broker once; lz4, because tansu cannot read Snappy back. Callers add only tuning.
+pub fn producer_config(args: &KafkaArgs) -> ClientConfig {
+    let mut c = client_config(args);
+    c.set("acks", "all").set("enable.idempotence", "true").set("compression.type", "lz4");
+    c
+}
+
 /// Creates the topic with the configured partition count if it does not exist.
 pub async fn ensure_topic(args: &KafkaArgs, topic: &str, partitions: i32) -> Result<(), KafkaError> {
     let admin: AdminClient<DefaultClientContext> = client_config(args).create()?;

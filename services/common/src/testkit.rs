@@ -103,13 +103,8 @@ pub async fn produce(kafka: &KafkaArgs, msgs: &[crate::Message]) {
 /// Produces raw key/payload pairs (for poison records) and waits for all delivery reports.
 pub async fn produce_raw(kafka: &KafkaArgs, topic: &str, records: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>) {
     use rdkafka::producer::{FutureProducer, FutureRecord};
-    let producer: FutureProducer = crate::kafka::client_config(kafka)
-        .set("acks", "all")
-        .set("enable.idempotence", "true")
-        .set("compression.type", "lz4")
-        .set("linger.ms", "5")
-        .create()
-        .expect("producer");
+    let producer: FutureProducer =
+        crate::kafka::producer_config(kafka).set("linger.ms", "5").create().expect("producer");
     let futs: Vec<_> = records
         .into_iter()
         .map(|(k, v)| {

@@ -2,7 +2,7 @@
 //! a batch, writes it again (idempotent), counts, lists ids and resets; Kafka produces and
 //! consumes a record; the migrations create the 16 shard tables.
 
-use pipeline_common::kafka::{client_config, ensure_topic, group_lag};
+use pipeline_common::kafka::{client_config, ensure_topic, group_lag, producer_config};
 use pipeline_common::message::{shard_of, shard_table, Limits, NewMessage, SHARDS};
 use pipeline_common::stores::mysql::MysqlStore;
 use pipeline_common::stores::StoreKind;
@@ -94,12 +94,7 @@ async fn kafka_produces_and_consumes_with_lz4() {
     let k = &ns.kafka;
     ensure_topic(k, &k.topic, 4).await.unwrap();
     ensure_topic(k, &k.topic, 4).await.unwrap(); // idempotent
-    let producer: FutureProducer = client_config(k)
-        .set("acks", "all")
-        .set("enable.idempotence", "true")
-        .set("compression.type", "lz4")
-        .create()
-        .unwrap();
+    let producer: FutureProducer = producer_config(k).create().unwrap();
     let m = &messages(1, "k")[0];
     let payload = m.to_json();
     producer.send(FutureRecord::to(&k.topic).key(&m.id).payload(&payload), Duration::from_secs(10)).await.unwrap();

@@ -8,7 +8,7 @@
 
 use crate::config::IngestConfig;
 use metrics::{counter, histogram};
-use pipeline_common::kafka::client_config;
+use pipeline_common::kafka::producer_config;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::util::Timeout;
@@ -82,10 +82,7 @@ pub struct Publisher {
 
 impl Publisher {
     pub fn new(cfg: &IngestConfig) -> Result<Publisher, KafkaError> {
-        let producer: ThreadedProducer<DeliveryCtx> = client_config(&cfg.kafka)
-            .set("acks", "all")
-            .set("enable.idempotence", "true")
-            .set("compression.type", "lz4")
+        let producer: ThreadedProducer<DeliveryCtx> = producer_config(&cfg.kafka)
             .set("linger.ms", cfg.linger_ms.to_string())
             .set("batch.size", cfg.batch_bytes.to_string())
             .set("queue.buffering.max.messages", cfg.producer_queue.to_string())

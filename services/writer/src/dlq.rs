@@ -14,7 +14,7 @@
 
 use metrics::counter;
 use pipeline_common::config::KafkaArgs;
-use pipeline_common::kafka::client_config;
+use pipeline_common::kafka::producer_config;
 use pipeline_common::Message;
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -29,11 +29,7 @@ pub struct Dlq {
 
 impl Dlq {
     pub fn new(kafka: &KafkaArgs, topic: &str) -> anyhow::Result<Dlq> {
-        let producer = client_config(kafka)
-            .set("acks", "all")
-            .set("enable.idempotence", "true")
-            .set("compression.type", "lz4")
-            .create()?;
+        let producer = producer_config(kafka).create()?;
         Ok(Dlq { producer, topic: topic.to_string() })
     }
 

@@ -16,6 +16,7 @@ use std::sync::Arc;
 /// fast), and the distinct ids per class.
 pub fn load_expected(stores: &[StoreKind], src: &IdSource) -> Result<(Tally, LogCounts), InputError> {
     let mut tally = Tally::new(stores);
+    tally.reserve(src.size_hint());
     src.load(|id, e| tally.expect(id, e))?;
     let mut distinct = LogCounts::default();
     for row in tally.rows() {

@@ -117,6 +117,18 @@ impl IdSource {
         }
     }
 
+    /// Roughly how many ids `load` will give: the summary's counts, else a guess from the file
+    /// sizes (an id and its tag take about 40 bytes). Reserving it avoids rehashing millions of
+    /// ids while the table grows.
+    pub fn size_hint(&self) -> usize {
+        let bytes = |p: &Path| std::fs::metadata(p).map(|m| m.len() as usize).unwrap_or(0);
+        match self {
+            IdSource::K6Log { summary: Some(s), .. } => (s.accepted + s.uncertain + s.refused) as usize,
+            IdSource::K6Log { path, .. } => bytes(path) / 40,
+            IdSource::Plain { accepted, uncertain } => (bytes(accepted) + uncertain.as_deref().map_or(0, bytes)) / 20,
+        }
+    }
+
     /// For the report: where the ids came from.
     pub fn describe(&self) -> String {
         match self {

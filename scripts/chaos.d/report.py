@@ -4,6 +4,7 @@
                                  → DIR/expected-{accepted,uncertain,refused}.ids (exit 2 if a k6
                                  log disagrees with its summary)
     report.py row DIR NAME       DIR/reconcile.json, events.tsv, monitor.jsonl, checks.tsv → DIR/row.json
+    report.py progress DIR T     exit 0 once the pipeline recovered (see `recovery`) since epoch T
     report.py table OUT NAME...  the table of the rows, then the notes; exit 1 unless every verdict is exact
 
 Events (events.tsv, written by scripts/chaos): `epoch <TAB> kind <TAB> label <TAB> arg`, kinds
@@ -241,19 +242,29 @@ def row(d, name):
                 failures.append(f"{k} {c['total']} (e.g. {ex})")
     samples, events = load_samples(d), load_events(d)
     recs = []
+    starts = [e[0] for e in events if e[1] == "fault-start"]
     for t, kind, label, arg in events:
         if kind == "fault-end":
             x = recovery(samples, t, arg or "consume")
-            recs.append({"fault": label, "progress": arg, "recover_s": x})
+            nxt = next((s for s in starts if s > t), None)
+            recs.append({"fault": label, "progress": arg, "recover_s": x,
+                         "next_fault_first": x is not None and nxt is not None and nxt < t + x})
             if x is None:
                 failures.append(f"no progress after {label}")
     r["recoveries"] = recs
+    if len(recs) > 1:
+        r["notes"].append("recovery per fault (s): " + ", ".join(
+            f"{x['fault']} {'-' if x['recover_s'] is None else round(x['recover_s'], 1)}{'*' if x['next_fault_first'] else ''}"
+            for x in recs) + (" (* = the next fault came first)" if any(x["next_fault_first"] for x in recs) else ""))
     vals = [x["recover_s"] for x in recs if x["recover_s"] is not None]
     r["recover_max_s"] = round(max(vals), 1) if vals else None
     notes, fchecks = freeze_notes(samples, events)
     r["notes"].extend(notes)
     checks = list(fchecks)
     for t, kind, label, _ in events:
+        if kind == "lag":
+            sm = at_or_before(samples, t)
+            r["notes"].append(f"lag at {label}: {sm['lag'] if sm else '?'} records")
         if kind == "need-backlog":
             s = at_or_before(samples, t)
             lag = s["lag"] if s else None
@@ -318,6 +329,9 @@ if __name__ == "__main__":
         sys.exit(merge(sys.argv[2]))
     if cmd == "row":
         sys.exit(row(sys.argv[2], sys.argv[3]))
+    if cmd == "progress":  # progress DIR T: exit 0 once every partition lagging at T has moved
+        x = recovery(load_samples(sys.argv[2]), float(sys.argv[3]), "consume")
+        sys.exit(0 if x is not None else 1)
     if cmd == "table":
         sys.exit(table(sys.argv[2], sys.argv[3:]))
     sys.exit(__doc__)

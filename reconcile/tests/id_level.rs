@@ -4,7 +4,7 @@
 
 use pipeline_common::message::{shard_of, shard_table};
 use pipeline_common::stores::{Store, StoreKind};
-use pipeline_common::testkit::{exclusive, messages, Namespace};
+use pipeline_testkit::{exclusive, messages, Namespace};
 use pipeline_common::Message;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 /// Runs `reconcile ARGS --json` in the namespace (dead-letter topic `<namespace>.dlq`).
 fn reconcile(ns: &Namespace, args: &[&str]) -> (i32, Value) {
-    let out = Command::new(pipeline_common::testkit::bin_path("reconcile"))
+    let out = Command::new(pipeline_testkit::bin_path("reconcile"))
         .args(args)
         .arg("--json")
         .args(["--drain-timeout", "60"])

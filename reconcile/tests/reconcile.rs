@@ -3,7 +3,7 @@
 
 use pipeline_common::message::{shard_of, shard_table};
 use pipeline_common::stores::StoreKind;
-use pipeline_common::testkit::{exclusive, free_port, messages, Child, Namespace};
+use pipeline_testkit::{exclusive, free_port, messages, Child, Namespace};
 use serde_json::Value;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 /// Runs `reconcile ARGS --json` in the namespace (its dead-letter topic is `<namespace>.dlq`);
 /// returns (exit code, parsed stdout).
 fn reconcile(ns: &Namespace, args: &[&str]) -> (i32, Value) {
-    let out = Command::new(pipeline_common::testkit::bin_path("reconcile"))
+    let out = Command::new(pipeline_testkit::bin_path("reconcile"))
         .args(args)
         .arg("--json")
         .args(["--drain-timeout", "60"])

@@ -9,7 +9,5 @@ pub mod kafka;
 pub mod message;
 pub mod stores;
 pub mod telemetry;
-/// Test helpers (real servers, private namespaces); compiled always so no test can skip them.
-pub mod testkit;
 
 pub use message::{Limits, Message, NewMessage};

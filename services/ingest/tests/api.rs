@@ -5,7 +5,7 @@ use clap::Parser;
 use ingest::config::IngestConfig;
 use ingest::startup::Application;
 use pipeline_common::kafka::group_lag;
-use pipeline_common::testkit::{consume_messages, exclusive, free_port, Namespace};
+use pipeline_testkit::{consume_messages, exclusive, free_port, Namespace};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};

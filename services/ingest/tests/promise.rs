@@ -12,7 +12,7 @@
 
 use futures::StreamExt;
 use pipeline_common::message::{shard_of, shard_table, DEFAULT_MAX_BODY_BYTES, MAX_NAME_CHARS};
-use pipeline_common::testkit::{assert_exact_ids, exclusive, free_port, wait_for_counts, Namespace};
+use pipeline_testkit::{assert_exact_ids, exclusive, free_port, wait_for_counts, Namespace};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};

@@ -1,6 +1,6 @@
 //! SIGTERM under load: every id that got a 202 is on the topic after the process exits 0.
 
-use pipeline_common::testkit::{consume_messages, exclusive, free_port, Namespace};
+use pipeline_testkit::{consume_messages, exclusive, free_port, Namespace};
 use serde_json::json;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};

@@ -179,7 +179,7 @@ mod tests {
     }
 
     fn batch(ids: &[&str]) -> Vec<Message> {
-        let mut msgs = pipeline_common::testkit::messages(ids.len(), "t");
+        let mut msgs = pipeline_testkit::messages(ids.len(), "t");
         for (m, id) in msgs.iter_mut().zip(ids) {
             m.id = id.to_string();
         }

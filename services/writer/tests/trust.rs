@@ -4,7 +4,7 @@
 
 mod support;
 
-use pipeline_common::testkit::{exclusive, free_port, messages, produce};
+use pipeline_testkit::{exclusive, free_port, messages, produce};
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::Headers;
 use rdkafka::Message as _;
@@ -62,7 +62,7 @@ async fn a_store_that_refuses_some_records_for_good_does_not_block_the_rest() {
             "es" => without(&not_a_number),
             _ => all.clone(),
         };
-        pipeline_common::testkit::assert_exact_ids(std::slice::from_ref(s), &want).await;
+        pipeline_testkit::assert_exact_ids(std::slice::from_ref(s), &want).await;
     }
     // Every refused record is on the dead-letter topic, with the store that refused it.
     let letters = read_dead_letters(&run, &dlq, too_long.len() + not_a_number.len()).await;

@@ -4,7 +4,7 @@
 
 mod support;
 
-use pipeline_common::testkit::{exclusive, free_port, produce_raw};
+use pipeline_testkit::{exclusive, free_port, produce_raw};
 use std::time::{Duration, Instant};
 use support::{Run, DRAIN};
 

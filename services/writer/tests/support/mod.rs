@@ -4,7 +4,7 @@
 
 use pipeline_common::kafka::group_lag;
 use pipeline_common::stores::Store;
-use pipeline_common::testkit::{assert_exact_ids, free_port, messages, produce, wait_for_counts, Child, Namespace};
+use pipeline_testkit::{assert_exact_ids, free_port, messages, produce, wait_for_counts, Child, Namespace};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

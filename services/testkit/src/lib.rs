@@ -1,10 +1,11 @@
-//! Helpers for the integration tests of every crate (feature `testkit`).
+//! Helpers for the integration tests of every crate. A dev-dependency only: nothing here is
+//! compiled into the services.
 //!
 //! The tests talk to the real servers that `scripts/stack up` starts. A missing server is a
 //! failed test with the server's name in the message, never a skipped one.
 
-use crate::config::{KafkaArgs, StoreArgs};
-use crate::stores::{self, Store, StoreKind};
+use pipeline_common::config::{KafkaArgs, StoreArgs};
+use pipeline_common::stores::{self, Store, StoreKind};
 use std::sync::Arc;
 use tokio::sync::{Mutex, MutexGuard};
 
@@ -33,7 +34,7 @@ pub async fn require_servers() -> (StoreArgs, KafkaArgs) {
         Err(e) => missing.push(format!("{} ({e})", e.store)),
     }
     let k = kafka.clone();
-    let meta = tokio::task::spawn_blocking(move || crate::kafka::partition_count(&k, "__probe")).await.expect("join");
+    let meta = tokio::task::spawn_blocking(move || pipeline_common::kafka::partition_count(&k, "__probe")).await.expect("join");
     if let Err(e) = meta {
         missing.push(format!("kafka at {} ({e})", kafka.brokers));
     }
@@ -80,7 +81,7 @@ impl Namespace {
         stores.mongo.database = name.clone();
         kafka.topic = name.clone();
         kafka.group = format!("{name}_group");
-        crate::kafka::ensure_topic(&kafka, &kafka.topic, kafka.partitions).await.expect("create topic");
+        pipeline_common::kafka::ensure_topic(&kafka, &kafka.topic, kafka.partitions).await.expect("create topic");
         Namespace { stores, kafka, name }
     }
 
@@ -96,7 +97,7 @@ impl Namespace {
 
 /// Produces messages to the namespace's topic (acks=all, lz4), keyed by id, and waits for all
 /// delivery reports.
-pub async fn produce(kafka: &KafkaArgs, msgs: &[crate::Message]) {
+pub async fn produce(kafka: &KafkaArgs, msgs: &[pipeline_common::Message]) {
     produce_raw(kafka, &kafka.topic, msgs.iter().map(|m| (m.id.clone().into_bytes(), m.to_json().into_bytes()))).await
 }
 
@@ -104,7 +105,7 @@ pub async fn produce(kafka: &KafkaArgs, msgs: &[crate::Message]) {
 pub async fn produce_raw(kafka: &KafkaArgs, topic: &str, records: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>) {
     use rdkafka::producer::{FutureProducer, FutureRecord};
     let producer: FutureProducer =
-        crate::kafka::producer_config(kafka).set("linger.ms", "5").create().expect("producer");
+        pipeline_common::kafka::producer_config(kafka).set("linger.ms", "5").create().expect("producer");
     let futs: Vec<_> = records
         .into_iter()
         .map(|(k, v)| {
@@ -122,10 +123,10 @@ pub async fn produce_raw(kafka: &KafkaArgs, topic: &str, records: impl IntoItera
 }
 
 /// `n` valid messages with ids `<tag>-<i>`.
-pub fn messages(n: usize, tag: &str) -> Vec<crate::Message> {
+pub fn messages(n: usize, tag: &str) -> Vec<pipeline_common::Message> {
     let now = time::OffsetDateTime::now_utc();
     (0..n)
-        .map(|i| crate::Message {
+        .map(|i| pipeline_common::Message {
             id: format!("{tag}-{i:06}"),
             sender: format!("user-{}", i % 97),
             recipient: format!("user-{}", i % 89),
@@ -162,7 +163,7 @@ pub async fn assert_exact_ids(stores: &[Arc<dyn Store>], expected: &[String]) {
             if let Some(place) = &sid.place {
                 assert_eq!(
                     *place,
-                    crate::message::shard_table(crate::message::shard_of(&sid.id)),
+                    pipeline_common::message::shard_table(pipeline_common::message::shard_of(&sid.id)),
                     "{} in wrong table",
                     sid.id
                 );
@@ -270,10 +271,10 @@ impl Namespace {
 
 /// Reads the topic from the start with a fresh group: at least `at_least` messages (or until
 /// `timeout`), then on until nothing new arrives for 2 s, so extra records are seen too.
-pub async fn consume_messages(kafka: &KafkaArgs, at_least: usize, timeout: std::time::Duration) -> Vec<crate::Message> {
+pub async fn consume_messages(kafka: &KafkaArgs, at_least: usize, timeout: std::time::Duration) -> Vec<pipeline_common::Message> {
     use rdkafka::consumer::{Consumer, StreamConsumer};
     use rdkafka::Message as _;
-    let c: StreamConsumer = crate::kafka::client_config(kafka)
+    let c: StreamConsumer = pipeline_common::kafka::client_config(kafka)
         .set("group.id", format!("{}-reader-{}", kafka.topic, uuid::Uuid::now_v7().simple()))
         .set("auto.offset.reset", "earliest")
         .create()
@@ -285,7 +286,7 @@ pub async fn consume_messages(kafka: &KafkaArgs, at_least: usize, timeout: std::
         let wait = if out.len() >= at_least { 2 } else { 1 };
         match tokio::time::timeout(std::time::Duration::from_secs(wait), c.recv()).await {
             Ok(Ok(m)) => out.push(
-                crate::Message::decode(m.payload().unwrap_or_default(), crate::Limits::default())
+                pipeline_common::Message::decode(m.payload().unwrap_or_default(), pipeline_common::Limits::default())
                     .expect("a valid message"),
             ),
             Ok(Err(e)) => panic!("consume: {e}"),

@@ -4,6 +4,7 @@
 //! The data path is ingest → ring → kafka → writer → stores; `reconcile` sits beside it and
 //! uses the same [`stores`] to count what arrived.
 
+pub mod catalog;
 pub mod config;
 pub mod kafka;
 pub mod message;

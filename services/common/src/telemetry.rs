@@ -4,6 +4,7 @@
 //! random id per process start, exported as `process_boot_id{boot_id=...} 1` and on `/healthz`,
 //! so a load script can prove it measured one fresh process from start to end.
 
+use crate::catalog;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use std::sync::OnceLock;
 use time::OffsetDateTime;
@@ -46,7 +47,8 @@ pub fn metrics_handle() -> PrometheusHandle {
                 .expect("static buckets are valid")
                 .install_recorder()
                 .expect("no other metrics recorder is installed");
-            metrics::gauge!("process_boot_id", "boot_id" => boot().id.clone()).set(1.0);
+            catalog::describe_all();
+            metrics::gauge!(catalog::PROCESS_BOOT_ID, "boot_id" => boot().id.clone()).set(1.0);
             handle
         })
         .clone()

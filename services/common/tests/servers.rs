@@ -6,8 +6,8 @@ use pipeline_common::kafka::{client_config, ensure_topic, group_lag, producer_co
 use pipeline_common::message::{shard_of, shard_table, Limits, NewMessage, SHARDS};
 use pipeline_common::stores::mysql::MysqlStore;
 use pipeline_common::stores::StoreKind;
-use pipeline_testkit::{exclusive, Namespace};
 use pipeline_common::Message;
+use pipeline_testkit::{exclusive, Namespace};
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::Message as _;

@@ -8,6 +8,7 @@
 
 use crate::config::IngestConfig;
 use metrics::{counter, histogram};
+use pipeline_common::catalog;
 use pipeline_common::kafka::producer_config;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
@@ -53,11 +54,11 @@ impl ProducerContext for DeliveryCtx {
     type DeliveryOpaque = Box<Opaque>;
 
     fn delivery(&self, result: &DeliveryResult<'_>, opaque: Box<Opaque>) {
-        histogram!("ingest_kafka_delivery_seconds").record(opaque.since.elapsed().as_secs_f64());
+        histogram!(catalog::INGEST_KAFKA_DELIVERY_SECONDS).record(opaque.since.elapsed().as_secs_f64());
         let outcome = match result {
             Ok(_) => Delivery::Stored,
             Err((e, _)) => {
-                counter!("ingest_kafka_errors_total").increment(1);
+                counter!(catalog::INGEST_KAFKA_ERRORS_TOTAL).increment(1);
                 tracing::warn!(error = %e, "kafka delivery failed");
                 Delivery::Uncertain(e.to_string())
             }
@@ -138,7 +139,7 @@ impl Publisher {
                         std::thread::sleep(Duration::from_millis(1));
                     }
                     Err((e, rec)) => {
-                        counter!("ingest_kafka_errors_total").increment(1);
+                        counter!(catalog::INGEST_KAFKA_ERRORS_TOTAL).increment(1);
                         if let Some(ack) = rec.delivery_opaque.ack {
                             let _ = ack.send(Delivery::NotSent(e.to_string()));
                         }

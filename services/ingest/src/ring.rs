@@ -15,6 +15,7 @@ use crate::kafka::{Ack, Pending, Publisher};
 use disruptor::wait_strategies::WaitStrategy;
 use disruptor::{build_multi_producer, MultiProducer, Producer, Sequence, SingleConsumerBarrier};
 use metrics::{counter, gauge, histogram};
+use pipeline_common::catalog;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -107,8 +108,8 @@ pub struct Ring {
 impl Ring {
     /// A ring of `size` slots holding at most `max_bytes` of records.
     pub fn start(size: usize, max_bytes: u64, idle_sleep_max: Duration, publisher: Publisher) -> Ring {
-        gauge!("ingest_ring_capacity").set(size as f64);
-        gauge!("ingest_ring_capacity_bytes").set(max_bytes as f64);
+        gauge!(catalog::INGEST_RING_CAPACITY).set(size as f64);
+        gauge!(catalog::INGEST_RING_CAPACITY_BYTES).set(max_bytes as f64);
         let counts = Arc::new(Counts { max_bytes, ..Counts::default() });
         let c = counts.clone();
         let mut batch: Vec<Pending> = Vec::new();
@@ -119,14 +120,14 @@ impl Ring {
                 batch.push(Pending { key: entry.key, payload: entry.payload, ack: entry.ack, since: Instant::now() });
             }
             if end_of_batch {
-                histogram!("ingest_ring_drain_batch_records").record(batch.len() as f64);
+                histogram!(catalog::INGEST_RING_DRAIN_BATCH_RECORDS).record(batch.len() as f64);
                 let n = batch.len() as u64;
                 publisher.send_all(batch.drain(..));
                 let held = c.bytes.fetch_sub(batch_bytes, Ordering::AcqRel) - batch_bytes;
-                gauge!("ingest_ring_bytes").set(held as f64);
+                gauge!(catalog::INGEST_RING_BYTES).set(held as f64);
                 batch_bytes = 0;
                 let drained = c.drained.fetch_add(n, Ordering::Relaxed) + n;
-                gauge!("ingest_ring_occupancy")
+                gauge!(catalog::INGEST_RING_OCCUPANCY)
                     .set((c.published.load(Ordering::Relaxed).saturating_sub(drained)) as f64);
             }
         };
@@ -141,7 +142,7 @@ impl Ring {
         let n = entries.len();
         let bytes: u64 = entries.iter().map(Entry::bytes).sum();
         if !self.counts.reserve(bytes) {
-            counter!("ingest_ring_rejections_total", "reason" => "bytes").increment(1);
+            counter!(catalog::INGEST_RING_REJECTIONS_TOTAL, "reason" => "bytes").increment(1);
             return Err(RingFull);
         }
         let mut it = entries.into_iter();
@@ -156,7 +157,7 @@ impl Ring {
             }
             Err(_) => {
                 self.counts.bytes.fetch_sub(bytes, Ordering::AcqRel);
-                counter!("ingest_ring_rejections_total", "reason" => "slots").increment(1);
+                counter!(catalog::INGEST_RING_REJECTIONS_TOTAL, "reason" => "slots").increment(1);
                 Err(RingFull)
             }
         }

@@ -18,6 +18,7 @@ use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 use futures::StreamExt;
 use metrics::counter;
+use pipeline_common::catalog;
 use pipeline_common::message::{FieldError, Limits, Message, NewMessage};
 use pipeline_common::telemetry;
 use serde_json::{json, Value};
@@ -54,7 +55,7 @@ impl ApiError {
     }
     /// 504: the messages may or may not be stored.
     fn uncertain(detail: &str, retry_after: u64, msgs: &[Message]) -> Self {
-        counter!("ingest_uncertain_messages_total").increment(msgs.len() as u64);
+        counter!(catalog::INGEST_UNCERTAIN_MESSAGES_TOTAL).increment(msgs.len() as u64);
         ApiError {
             retry_after: Some(retry_after),
             ids: Some(msgs.iter().map(|m| m.id.clone()).collect()),

@@ -5,6 +5,7 @@ use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use metrics::{counter, histogram};
+use pipeline_common::catalog;
 use std::time::Instant;
 
 pub async fn record(
@@ -18,7 +19,7 @@ pub async fn record(
         Ok(r) => r.status().as_u16(),
         Err(e) => e.as_response_error().status_code().as_u16(),
     };
-    counter!("ingest_requests_total", "route" => route.clone(), "status" => status.to_string()).increment(1);
-    histogram!("ingest_request_seconds", "route" => route).record(started.elapsed().as_secs_f64());
+    counter!(catalog::INGEST_REQUESTS_TOTAL, "route" => route.clone(), "status" => status.to_string()).increment(1);
+    histogram!(catalog::INGEST_REQUEST_SECONDS, "route" => route).record(started.elapsed().as_secs_f64());
     res
 }

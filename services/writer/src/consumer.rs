@@ -8,6 +8,7 @@ use crate::dlq::Dlq;
 use crate::tracker::{Epoch, Tracker};
 use anyhow::bail;
 use metrics::{counter, gauge};
+use pipeline_common::catalog;
 use pipeline_common::kafka::client_config;
 use pipeline_common::message::{Limits, Message};
 use rdkafka::consumer::{
@@ -102,11 +103,11 @@ fn acknowledge(tracker: &Shared, result: &KafkaResult<()>, offsets: &TopicPartit
         match (result, offset) {
             (Ok(()), Offset::Offset(o)) if e.error().is_ok() => {
                 if t.acked(p, o) {
-                    gauge!("writer_partition_committed_offset", "partition" => p.to_string()).set(o as f64);
+                    gauge!(catalog::WRITER_PARTITION_COMMITTED_OFFSET, "partition" => p.to_string()).set(o as f64);
                 }
             }
             _ => {
-                counter!("writer_commit_failures_total").increment(1);
+                counter!(catalog::WRITER_COMMIT_FAILURES_TOTAL).increment(1);
                 t.commit_failed(p);
             }
         }
@@ -313,14 +314,14 @@ impl BatchConsumer {
             let before = records.len();
             let kept: Vec<Record> = records.into_iter().filter(|r| t.epoch(r.partition) == Some(r.epoch)).collect();
             if kept.len() < before {
-                counter!("writer_records_dropped_on_rebalance_total").increment((before - kept.len()) as u64);
+                counter!(catalog::WRITER_RECORDS_DROPPED_ON_REBALANCE_TOTAL).increment((before - kept.len()) as u64);
             }
             kept
         };
         if records.is_empty() {
             return Ok(());
         }
-        counter!("writer_records_total").increment(records.len() as u64);
+        counter!(catalog::WRITER_RECORDS_TOTAL).increment(records.len() as u64);
         let mut last: BTreeMap<i32, (Epoch, i64)> = BTreeMap::new();
         let mut messages = Vec::with_capacity(records.len());
         let mut bytes = 0;

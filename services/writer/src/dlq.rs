@@ -13,6 +13,7 @@
 //! known to refuse, so this topic should stay empty; `writer_dlq_records_total` says if it does not.
 
 use metrics::counter;
+use pipeline_common::catalog;
 use pipeline_common::config::KafkaArgs;
 use pipeline_common::kafka::producer_config;
 use pipeline_common::Message;
@@ -47,7 +48,7 @@ impl Dlq {
     /// Sends one record and waits until the broker has it (retrying while it does not), because
     /// the original's offset is committed right after.
     async fn send(&self, key: &[u8], payload: &[u8], store: &str, id: Option<&str>, error: &str) {
-        counter!("writer_dlq_records_total", "store" => store.to_string()).increment(1);
+        counter!(catalog::WRITER_DLQ_RECORDS_TOTAL, "store" => store.to_string()).increment(1);
         tracing::warn!(store, id, error, "dead-lettering a record");
         loop {
             let mut headers = OwnedHeaders::new()
@@ -60,7 +61,7 @@ impl Dlq {
             match self.producer.send(rec, Timeout::After(Duration::from_secs(10))).await {
                 Ok(_) => return,
                 Err((e, _)) => {
-                    counter!("writer_dlq_errors_total").increment(1);
+                    counter!(catalog::WRITER_DLQ_ERRORS_TOTAL).increment(1);
                     tracing::error!(error = %e, "dead-letter produce failed; retrying");
                     tokio::time::sleep(Duration::from_millis(500)).await;
                 }

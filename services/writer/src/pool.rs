@@ -16,6 +16,7 @@
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use metrics::{counter, gauge, Counter, Gauge};
+use pipeline_common::catalog;
 use std::collections::VecDeque;
 use std::fmt;
 use std::str::FromStr;
@@ -128,19 +129,19 @@ impl Pool {
     /// A pool of shape `spec` whose queue also holds at most `max_queue_bytes` of batches.
     pub fn new(name: &str, spec: PoolSpec, max_queue_bytes: usize) -> Pool {
         let l = [("pool", name.to_string())];
-        gauge!("writer_pool_queue_capacity", &l).set(spec.queue as f64);
-        gauge!("writer_pool_queue_capacity_bytes", &l).set(max_queue_bytes as f64);
-        gauge!("writer_pool_max_workers", &l).set(spec.max as f64);
+        gauge!(catalog::WRITER_POOL_QUEUE_CAPACITY, &l).set(spec.queue as f64);
+        gauge!(catalog::WRITER_POOL_QUEUE_CAPACITY_BYTES, &l).set(max_queue_bytes as f64);
+        gauge!(catalog::WRITER_POOL_MAX_WORKERS, &l).set(spec.max as f64);
         let m = Metrics {
-            queue_depth: gauge!("writer_pool_queue_depth", &l),
-            queue_peak: gauge!("writer_pool_queue_depth_peak", &l),
-            active: gauge!("writer_pool_active_workers", &l),
-            active_peak: gauge!("writer_pool_active_workers_peak", &l),
-            queue_bytes: gauge!("writer_pool_queue_bytes", &l),
-            completed: counter!("writer_pool_completed_total", &l),
-            rejected: counter!("writer_pool_rejected_total", &l),
-            caller_runs: counter!("writer_pool_caller_runs_total", &l),
-            panics: counter!("writer_pool_panics_total", &l),
+            queue_depth: gauge!(catalog::WRITER_POOL_QUEUE_DEPTH, &l),
+            queue_peak: gauge!(catalog::WRITER_POOL_QUEUE_DEPTH_PEAK, &l),
+            active: gauge!(catalog::WRITER_POOL_ACTIVE_WORKERS, &l),
+            active_peak: gauge!(catalog::WRITER_POOL_ACTIVE_WORKERS_PEAK, &l),
+            queue_bytes: gauge!(catalog::WRITER_POOL_QUEUE_BYTES, &l),
+            completed: counter!(catalog::WRITER_POOL_COMPLETED_TOTAL, &l),
+            rejected: counter!(catalog::WRITER_POOL_REJECTED_TOTAL, &l),
+            caller_runs: counter!(catalog::WRITER_POOL_CALLER_RUNS_TOTAL, &l),
+            panics: counter!(catalog::WRITER_POOL_PANICS_TOTAL, &l),
         };
         Pool(Arc::new(Inner {
             name: name.to_string(),
@@ -206,7 +207,7 @@ impl Pool {
             Ok(()) => self.0.m.completed.increment(1),
             Err(panic) => {
                 self.0.m.panics.increment(1);
-                counter!("writer_panics_total", "where" => "pool_job").increment(1);
+                counter!(catalog::WRITER_PANICS_TOTAL, "where" => "pool_job").increment(1);
                 tracing::error!(pool = %self.0.name, panic = %crate::retry::panic_message(&*panic), "pool job panicked");
             }
         }

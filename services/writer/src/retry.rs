@@ -17,6 +17,7 @@
 use backon::{ExponentialBuilder, Retryable};
 use futures::FutureExt;
 use metrics::{counter, histogram};
+use pipeline_common::catalog;
 use pipeline_common::stores::{Rejected, Store, StoreError};
 use pipeline_common::Message;
 use std::panic::AssertUnwindSafe;
@@ -46,18 +47,19 @@ enum Failure {
 /// the refused records (to be dead-lettered), or [`Panicked`].
 pub async fn store_batch(store: &dyn Store, batch: &[Message], backoff: Backoff) -> Result<Vec<Rejected>, Panicked> {
     let name = store.kind().name();
-    histogram!("writer_store_batch_records", "store" => name).record(batch.len() as f64);
+    histogram!(catalog::WRITER_STORE_BATCH_RECORDS, "store" => name).record(batch.len() as f64);
     let mut refused = Vec::new();
     // Depth-first over halves, so records are still written roughly in offset order.
     let mut todo: Vec<&[Message]> = vec![batch];
     while let Some(part) = todo.pop() {
         match write_retrying(store, part, backoff).await {
             Ok(rejected) => {
-                counter!("writer_store_records_total", "store" => name).increment((part.len() - rejected.len()) as u64);
+                counter!(catalog::WRITER_STORE_RECORDS_TOTAL, "store" => name)
+                    .increment((part.len() - rejected.len()) as u64);
                 refused.extend(rejected);
             }
             Err(Failure::Panic(message)) => {
-                counter!("writer_panics_total", "where" => "store_write").increment(1);
+                counter!(catalog::WRITER_PANICS_TOTAL, "where" => "store_write").increment(1);
                 tracing::error!(store = name, panic = %message, "store write panicked");
                 return Err(Panicked { store: name, message });
             }
@@ -68,7 +70,7 @@ pub async fn store_batch(store: &dyn Store, batch: &[Message], backoff: Backoff)
                     refused.push(Rejected { id: one.id.clone(), reason: e.message });
                 }
                 _ => {
-                    counter!("writer_store_splits_total", "store" => name).increment(1);
+                    counter!(catalog::WRITER_STORE_SPLITS_TOTAL, "store" => name).increment(1);
                     let (a, b) = part.split_at(part.len() / 2);
                     todo.push(b);
                     todo.push(a);
@@ -90,9 +92,11 @@ async fn write_retrying(store: &dyn Store, part: &[Message], backoff: Backoff) -
             Err(panic) => Err(Failure::Panic(panic_message(&*panic))),
         };
         match &r {
-            Ok(_) => histogram!("writer_store_write_seconds", "store" => name).record(started.elapsed().as_secs_f64()),
+            Ok(_) => {
+                histogram!(catalog::WRITER_STORE_WRITE_SECONDS, "store" => name).record(started.elapsed().as_secs_f64())
+            }
             Err(Failure::Store(e)) => {
-                counter!("writer_store_errors_total", "store" => name, "kind" => e.kind_label()).increment(1)
+                counter!(catalog::WRITER_STORE_ERRORS_TOTAL, "store" => name, "kind" => e.kind_label()).increment(1)
             }
             Err(Failure::Panic(_)) => {}
         }
@@ -109,7 +113,7 @@ async fn write_retrying(store: &dyn Store, part: &[Message], backoff: Backoff) -
         .when(|f| matches!(f, Failure::Store(e) if e.transient))
         .notify(|f, wait| {
             if let Failure::Store(e) = f {
-                counter!("writer_store_retries_total", "store" => name).increment(1);
+                counter!(catalog::WRITER_STORE_RETRIES_TOTAL, "store" => name).increment(1);
                 tracing::warn!(store = name, error = %e, retry_in_ms = wait.as_millis() as u64, "store write failed; retrying");
             }
         })

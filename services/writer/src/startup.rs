@@ -8,6 +8,7 @@ use crate::dlq::Dlq;
 use actix_web::{web, App, HttpResponse, HttpServer};
 use anyhow::Context;
 use metrics_exporter_prometheus::PrometheusHandle;
+use pipeline_common::catalog;
 use pipeline_common::kafka::ensure_topic;
 use pipeline_common::stores::{self, StoreKind};
 use pipeline_common::telemetry;
@@ -80,7 +81,7 @@ pub async fn run(cfg: WriterConfig, stop: CancellationToken) -> anyhow::Result<(
             Err(e) => anyhow::anyhow!("consumer task died: {e}"),
         };
         tracing::error!(error = %err, "a consumer cannot continue; stopping the writer");
-        metrics::counter!("writer_consumer_failures_total").increment(1);
+        metrics::counter!(catalog::WRITER_CONSUMER_FAILURES_TOTAL).increment(1);
         stop.cancel();
         failure.get_or_insert(err);
     }

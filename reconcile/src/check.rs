@@ -9,8 +9,9 @@ use crate::idlog::{InputError, LogCounts};
 use crate::report::{Level, Report};
 use crate::tally::{Expect, Tally};
 use pipeline_common::config::KafkaArgs;
-use pipeline_common::stores::{Store, StoreKind};
+use pipeline_stores::{Store, StoreKind};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// A tally holding the expected ids of `src` (before anything is counted, so bad input fails
 /// fast), and the distinct ids per class.
@@ -40,14 +41,39 @@ pub async fn run(
     source: String,
     expected: Option<LogCounts>,
 ) -> anyhow::Result<Report> {
+    let mut timings = Timings::default();
     for (i, s) in stores.iter().enumerate() {
-        let ids = s.ids().await?;
+        let ids = timings.time(format!("read {}", s.kind()), s.ids()).await?;
+        let started = Instant::now();
         tally.reserve(ids.len().saturating_sub(tally.len()));
         tally.add_store(i, ids);
+        timings.add(format!("tally {}", s.kind()), started);
     }
     let (k, topic) = (kafka.clone(), dlq_topic.to_string());
-    let dead = tokio::task::spawn_blocking(move || dlq::read_all(&k, &topic)).await??;
+    let read = tokio::task::spawn_blocking(move || dlq::read_all(&k, &topic));
+    let dead = timings.time("read dead letters".into(), read).await??;
     let mode = if level == Level::Ids { Mode::Expected } else { Mode::StoresOnly };
+    let started = Instant::now();
     let classes = classify(&tally, &dead, mode);
-    Ok(Report::new(level, source, expected, classes, &dead))
+    timings.add("classify".into(), started);
+    let mut report = Report::new(level, source, expected, classes, &dead);
+    report.timings = timings.0;
+    Ok(report)
+}
+
+/// Seconds per phase, for the report: with millions of ids, where the time goes is news.
+#[derive(Default)]
+struct Timings(Vec<(String, f64)>);
+
+impl Timings {
+    fn add(&mut self, phase: String, started: Instant) {
+        self.0.push((phase, started.elapsed().as_secs_f64()));
+    }
+
+    async fn time<T>(&mut self, phase: String, f: impl std::future::Future<Output = T>) -> T {
+        let started = Instant::now();
+        let out = f.await;
+        self.add(phase, started);
+        out
+    }
 }

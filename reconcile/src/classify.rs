@@ -15,7 +15,7 @@
 use crate::class::{Class, Severity};
 use crate::dlq::{DeadLetter, DeadLetters};
 use crate::tally::{Expect, Tally};
-use pipeline_common::stores::StoreKind;
+use pipeline_stores::StoreKind;
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

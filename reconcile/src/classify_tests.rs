@@ -2,7 +2,7 @@
 
 use super::*;
 use pipeline_common::message::{shard_of, shard_table};
-use pipeline_common::stores::StoredId;
+use pipeline_stores::StoredId;
 
 const ALL: [StoreKind; 4] = StoreKind::ALL;
 

@@ -3,7 +3,8 @@
 //! reached.
 
 use clap::{Parser, Subcommand};
-use pipeline_common::config::{KafkaArgs, StoreArgs};
+use pipeline_common::config::KafkaArgs;
+use pipeline_stores::StoreArgs;
 use std::path::PathBuf;
 
 #[derive(Parser)]

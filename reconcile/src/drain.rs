@@ -8,7 +8,7 @@
 use indicatif::{ProgressBar, ProgressStyle};
 use pipeline_common::config::KafkaArgs;
 use pipeline_common::kafka::{group_lag, PartitionLag};
-use pipeline_common::stores::{Store, StoreKind};
+use pipeline_stores::{Store, StoreKind};
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

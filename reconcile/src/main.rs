@@ -23,7 +23,7 @@ mod scale_tests;
 use clap::Parser;
 use cli::{Cli, Cmd};
 use expect::{Expected, IdSource};
-use pipeline_common::stores::{self, Store, StoreKind};
+use pipeline_stores::{Store, StoreKind};
 use report::Level;
 use serde_json::json;
 use std::process::ExitCode;
@@ -109,7 +109,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Plan::StoresOnly => Some((tally::Tally::new(&StoreKind::ALL), Default::default())),
         _ => None,
     };
-    let stores = stores::connect(&cli.stores, &StoreKind::ALL).await?;
+    let stores = pipeline_stores::connect(&cli.stores, &StoreKind::ALL).await?;
     for s in &stores {
         s.prepare().await?;
     }

@@ -39,6 +39,8 @@ pub struct Report {
     pub dlq_records: u64,
     /// Store counts at drain, when the caller has them.
     pub counts: Option<Counts>,
+    /// Seconds per phase of the check (reading each store, the dead letters, classifying).
+    pub timings: Vec<(String, f64)>,
 }
 
 impl Report {
@@ -58,6 +60,7 @@ impl Report {
             dlq_absent: dead.absent,
             dlq_records: dead.records,
             counts: None,
+            timings: Vec::new(),
         }
     }
 
@@ -102,6 +105,7 @@ impl Report {
             "ok": clean,
             "verdict": if clean { "ok" } else { "mismatch" },
             "message": self.message(),
+            "seconds": self.timings.iter().map(|(k, s)| (k.clone(), json!((s * 1000.0).round() / 1000.0))).collect::<serde_json::Map<_, _>>(),
         });
         if let (Some(counts), Some(map)) = (&self.counts, v.as_object_mut()) {
             let stores: Vec<Value> = counts.iter().map(|(k, n)| json!({ "store": k, "count": n })).collect();
@@ -128,6 +132,10 @@ impl Report {
             println!("dead-letter topic {}: absent (no dead letters)", self.dlq_topic);
         } else {
             println!("dead-letter topic {}: {} records read", self.dlq_topic, self.dlq_records);
+        }
+        if !self.timings.is_empty() {
+            let t: Vec<String> = self.timings.iter().map(|(k, s)| format!("{k} {s:.1} s")).collect();
+            println!("time: {}", t.join(", "));
         }
         for (name, c) in self.classes.iter().filter(|(_, c)| c.total > 0) {
             let tag = if c.fails() { "" } else { " (information)" };

@@ -8,7 +8,7 @@ use crate::classify::{classify, Mode};
 use crate::dlq::DeadLetters;
 use crate::expect::IdSource;
 use pipeline_common::message::{shard_of, shard_table};
-use pipeline_common::stores::{StoreKind, StoredId};
+use pipeline_stores::{StoreKind, StoredId};
 use std::io::Write;
 use std::time::Instant;
 

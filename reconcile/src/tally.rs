@@ -8,7 +8,7 @@
 
 use crate::class::{Class, Severity};
 use pipeline_common::message::{shard_of, shard_table, SHARDS};
-use pipeline_common::stores::{StoreKind, StoredId};
+use pipeline_stores::{StoreKind, StoredId};
 use std::collections::HashMap;
 
 /// What the client learned about an id. Ordered: when a log names an id twice, the stronger

@@ -4,7 +4,7 @@
 //! "totals only" every time, so nobody mistakes it for the id-level check.
 
 use crate::drain::{self, Counts};
-use pipeline_common::stores::Store;
+use pipeline_stores::Store;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;

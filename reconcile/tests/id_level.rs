@@ -3,9 +3,9 @@
 //! namespace directly (no pipeline) and writes a k6-style summary and id log by hand.
 
 use pipeline_common::message::{shard_of, shard_table};
-use pipeline_common::stores::{Store, StoreKind};
-use pipeline_testkit::{exclusive, messages, Namespace};
 use pipeline_common::Message;
+use pipeline_stores::{Store, StoreKind};
+use pipeline_testkit::{exclusive, messages, Namespace};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::Command;

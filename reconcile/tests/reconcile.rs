@@ -2,7 +2,7 @@
 //! pipeline end to end: k6 → ingest → tansu → writer → four stores → reconcile.
 
 use pipeline_common::message::{shard_of, shard_table};
-use pipeline_common::stores::StoreKind;
+use pipeline_stores::StoreKind;
 use pipeline_testkit::{exclusive, free_port, messages, Child, Namespace};
 use serde_json::Value;
 use std::process::Command;

@@ -1,14 +1,13 @@
-//! What every part of the pipeline shares: the message type and shard rule, configuration,
-//! telemetry, Kafka plumbing and the four stores behind one trait.
+//! What every part of the pipeline shares: the message type and shard rule, Kafka settings and
+//! the one producer configuration, telemetry and the metric catalog.
 //!
-//! The data path is ingest → ring → kafka → writer → stores; `reconcile` sits beside it and
-//! uses the same [`stores`] to count what arrived.
+//! The data path is ingest → ring → kafka → writer → stores (`pipeline-stores`); `reconcile` sits
+//! beside it and uses the same stores to count what arrived.
 
 pub mod catalog;
 pub mod config;
 pub mod kafka;
 pub mod message;
-pub mod stores;
 pub mod telemetry;
 
 pub use message::{Limits, Message, NewMessage};

@@ -4,8 +4,9 @@
 //! The tests talk to the real servers that `scripts/stack up` starts. A missing server is a
 //! failed test with the server's name in the message, never a skipped one.
 
-use pipeline_common::config::{KafkaArgs, StoreArgs};
-use pipeline_common::stores::{self, Store, StoreKind};
+use pipeline_common::config::KafkaArgs;
+use pipeline_stores::StoreArgs;
+use pipeline_stores::{Store, StoreKind};
 use std::sync::Arc;
 use tokio::sync::{Mutex, MutexGuard};
 
@@ -23,7 +24,7 @@ pub async fn require_servers() -> (StoreArgs, KafkaArgs) {
     let stores = StoreArgs::from_env();
     let kafka = KafkaArgs::from_env();
     let mut missing = Vec::new();
-    match stores::connect(&stores, &StoreKind::ALL).await {
+    match pipeline_stores::connect(&stores, &StoreKind::ALL).await {
         Ok(all) => {
             for s in all {
                 if let Err(e) = s.prepare().await {
@@ -34,7 +35,9 @@ pub async fn require_servers() -> (StoreArgs, KafkaArgs) {
         Err(e) => missing.push(format!("{} ({e})", e.store)),
     }
     let k = kafka.clone();
-    let meta = tokio::task::spawn_blocking(move || pipeline_common::kafka::partition_count(&k, "__probe")).await.expect("join");
+    let meta = tokio::task::spawn_blocking(move || pipeline_common::kafka::partition_count(&k, "__probe"))
+        .await
+        .expect("join");
     if let Err(e) = meta {
         missing.push(format!("kafka at {} ({e})", kafka.brokers));
     }
@@ -87,7 +90,7 @@ impl Namespace {
 
     /// Connects to all four stores of this namespace and prepares them.
     pub async fn stores(&self) -> Vec<Arc<dyn Store>> {
-        let all = stores::connect(&self.stores, &StoreKind::ALL).await.expect("connect stores");
+        let all = pipeline_stores::connect(&self.stores, &StoreKind::ALL).await.expect("connect stores");
         for s in &all {
             s.prepare().await.expect("prepare store");
         }
@@ -271,7 +274,11 @@ impl Namespace {
 
 /// Reads the topic from the start with a fresh group: at least `at_least` messages (or until
 /// `timeout`), then on until nothing new arrives for 2 s, so extra records are seen too.
-pub async fn consume_messages(kafka: &KafkaArgs, at_least: usize, timeout: std::time::Duration) -> Vec<pipeline_common::Message> {
+pub async fn consume_messages(
+    kafka: &KafkaArgs,
+    at_least: usize,
+    timeout: std::time::Duration,
+) -> Vec<pipeline_common::Message> {
     use rdkafka::consumer::{Consumer, StreamConsumer};
     use rdkafka::Message as _;
     let c: StreamConsumer = pipeline_common::kafka::client_config(kafka)

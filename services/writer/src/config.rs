@@ -3,8 +3,9 @@
 
 use crate::pool::PoolSpec;
 use clap::{Parser, ValueEnum};
-use pipeline_common::config::{KafkaArgs, StoreArgs};
-use pipeline_common::stores::StoreKind;
+use pipeline_common::config::KafkaArgs;
+use pipeline_stores::StoreArgs;
+use pipeline_stores::StoreKind;
 use std::net::SocketAddr;
 use std::time::Duration;
 

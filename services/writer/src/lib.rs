@@ -1,7 +1,7 @@
 //! The writer service: Kafka → MySQL + Redis + Elasticsearch + MongoDB, committing an offset
 //! only when every record before it is stored everywhere.
 //!
-//! kafka ([`consumer`]) → policy ([`dispatch`], [`pool`]) → stores (`pipeline_common::stores`);
+//! kafka ([`consumer`]) → policy ([`dispatch`], [`pool`]) → stores (`pipeline_stores`);
 //! [`retry`] gets one batch into one store (retrying, isolating, containing panics);
 //! [`tracker`] decides what may be committed, [`dlq`] takes what can never be written.
 

@@ -18,8 +18,8 @@ use backon::{ExponentialBuilder, Retryable};
 use futures::FutureExt;
 use metrics::{counter, histogram};
 use pipeline_common::catalog;
-use pipeline_common::stores::{Rejected, Store, StoreError};
 use pipeline_common::Message;
+use pipeline_stores::{Rejected, Store, StoreError};
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
@@ -133,7 +133,7 @@ pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 mod tests {
     use super::*;
     use async_trait::async_trait;
-    use pipeline_common::stores::{StoreKind, StoredId};
+    use pipeline_stores::{StoreKind, StoredId};
     use std::sync::Mutex;
 
     /// An in-process store: refuses batches holding a `poison` id (permanently), fails the first

@@ -10,8 +10,8 @@ use anyhow::Context;
 use metrics_exporter_prometheus::PrometheusHandle;
 use pipeline_common::catalog;
 use pipeline_common::kafka::ensure_topic;
-use pipeline_common::stores::{self, StoreKind};
 use pipeline_common::telemetry;
+use pipeline_stores::StoreKind;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -31,7 +31,7 @@ async fn healthz() -> HttpResponse {
 /// Runs the writer until `stop` is cancelled; returns after in-flight writes are committed.
 pub async fn run(cfg: WriterConfig, stop: CancellationToken) -> anyhow::Result<()> {
     let handle = telemetry::metrics_handle();
-    let stores = stores::connect(&cfg.stores, &StoreKind::ALL).await.context("connecting to the stores")?;
+    let stores = pipeline_stores::connect(&cfg.stores, &StoreKind::ALL).await.context("connecting to the stores")?;
     for s in &stores {
         s.prepare().await.with_context(|| format!("preparing {}", s.kind()))?;
     }

@@ -3,7 +3,7 @@
 #![allow(dead_code)] // each test binary uses its own part of this
 
 use pipeline_common::kafka::group_lag;
-use pipeline_common::stores::Store;
+use pipeline_stores::Store;
 use pipeline_testkit::{assert_exact_ids, free_port, messages, produce, wait_for_counts, Child, Namespace};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

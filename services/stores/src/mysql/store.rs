@@ -4,10 +4,10 @@
 //! absorbed by `ON DUPLICATE KEY UPDATE id = id` rather than `INSERT IGNORE`: IGNORE would also
 //! turn real errors (a truncated value) into warnings and store damaged rows silently.
 
-use super::{Rejected, Store, StoreError, StoreKind, StoredId, CONNECT_TIMEOUT};
-use crate::config::MysqlArgs;
-use crate::message::{shard_table, Message, SENT_AT_YEARS, SHARDS};
+use super::MysqlArgs;
+use crate::{Rejected, Store, StoreError, StoreKind, StoredId, CONNECT_TIMEOUT};
 use async_trait::async_trait;
+use pipeline_common::message::{shard_table, Message, SENT_AT_YEARS, SHARDS};
 use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
 use sqlx::{AssertSqlSafe, MySql, QueryBuilder};
 use std::collections::BTreeMap;

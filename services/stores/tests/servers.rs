@@ -4,9 +4,9 @@
 
 use pipeline_common::kafka::{client_config, ensure_topic, group_lag, producer_config};
 use pipeline_common::message::{shard_of, shard_table, Limits, NewMessage, SHARDS};
-use pipeline_common::stores::mysql::MysqlStore;
-use pipeline_common::stores::StoreKind;
 use pipeline_common::Message;
+use pipeline_stores::mysql::MysqlStore;
+use pipeline_stores::StoreKind;
 use pipeline_testkit::{exclusive, Namespace};
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -54,7 +54,7 @@ async fn migrations_create_sixteen_tables_and_rows_land_in_their_shard() {
     let _g = exclusive().await;
     let ns = Namespace::new("mig").await;
     let store = MysqlStore::connect(&ns.stores.mysql).await.unwrap();
-    use pipeline_common::stores::Store;
+    use pipeline_stores::Store;
     store.prepare().await.unwrap();
     store.prepare().await.unwrap(); // idempotent
     let tables: Vec<(String,)> = sqlx::query_as(

@@ -6,14 +6,14 @@
 //! makes the whole call a transient error that the writer retries with backoff (re-indexing the
 //! items that did succeed is harmless).
 
-use super::{Rejected, Store, StoreError, StoreKind, StoredId};
-use crate::config::EsArgs;
-use crate::message::Message;
+use super::EsArgs;
+use crate::{Rejected, Store, StoreError, StoreKind, StoredId};
 use async_trait::async_trait;
 use elasticsearch::http::response::Response;
 use elasticsearch::http::transport::{SingleNodeConnectionPool, TransportBuilder};
 use elasticsearch::indices::{IndicesCreateParts, IndicesDeleteParts, IndicesRefreshParts};
 use elasticsearch::{BulkOperation, BulkParts, CountParts, Elasticsearch, SearchParts};
+use pipeline_common::message::Message;
 use serde_json::{json, Value};
 
 const KIND: StoreKind = StoreKind::Es;

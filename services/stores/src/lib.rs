@@ -2,19 +2,21 @@
 //!
 //! A [`Store`] is everything the pipeline does with one store: prepare its schema, write a batch
 //! idempotently, and the reconcile side (count, list ids, reset). The writer and reconcile only
-//! ever see `Arc<dyn Store>`, so a fifth store is one new module here plus one line in
-//! [`connect`].
+//! ever see `Arc<dyn Store>`. Each store is one folder (its connection flags in `args.rs`, its
+//! `Store` implementation and error classification in `store.rs`); [`registry`] is where they
+//! are all named. The ingest does not depend on this crate, so it links no database driver.
 
 pub mod elastic;
 pub mod mongo;
 pub mod mysql;
 pub mod redis;
+pub mod registry;
 
-use crate::config::StoreArgs;
-use crate::message::Message;
+pub use registry::{connect, StoreArgs};
+
 use async_trait::async_trait;
+use pipeline_common::message::Message;
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Which store. The names are the ones used in flags, metrics labels and reconcile output.
@@ -108,20 +110,6 @@ pub trait Store: Send + Sync {
 
     /// Deletes every message and leaves the store prepared and empty.
     async fn reset(&self) -> Result<(), StoreError>;
-}
-
-/// Connects to every store named, in [`StoreKind::ALL`] order. Connecting does not prepare.
-pub async fn connect(args: &StoreArgs, kinds: &[StoreKind]) -> Result<Vec<Arc<dyn Store>>, StoreError> {
-    let mut out: Vec<Arc<dyn Store>> = Vec::new();
-    for kind in StoreKind::ALL.into_iter().filter(|k| kinds.contains(k)) {
-        out.push(match kind {
-            StoreKind::Mysql => Arc::new(mysql::MysqlStore::connect(&args.mysql).await?),
-            StoreKind::Redis => Arc::new(redis::RedisStore::connect(&args.redis).await?),
-            StoreKind::Es => Arc::new(elastic::EsStore::connect(&args.es)?),
-            StoreKind::Mongo => Arc::new(mongo::MongoStore::connect(&args.mongo).await?),
-        });
-    }
-    Ok(out)
 }
 
 /// How long connecting and each short admin call may take before the store counts as down.

@@ -3,10 +3,10 @@
 //! SET is naturally idempotent. Counting and listing use SCAN, never KEYS, so reconcile does not
 //! stall a Redis that the writer is still using.
 
-use super::{Rejected, Store, StoreError, StoreKind, StoredId, CONNECT_TIMEOUT};
-use crate::config::RedisArgs;
-use crate::message::Message;
+use super::RedisArgs;
+use crate::{Rejected, Store, StoreError, StoreKind, StoredId, CONNECT_TIMEOUT};
 use async_trait::async_trait;
+use pipeline_common::message::Message;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 /// Key prefix of every message; reconcile counts `msg:*`.

@@ -6,15 +6,15 @@
 //! validation failure, a document too large) refuses that document alone; anything else is
 //! transient and the writer retries it.
 
-use super::{Rejected, Store, StoreError, StoreKind, StoredId, CONNECT_TIMEOUT};
-use crate::config::MongoArgs;
-use crate::message::Message;
+use super::MongoArgs;
+use crate::{Rejected, Store, StoreError, StoreKind, StoredId, CONNECT_TIMEOUT};
 use async_trait::async_trait;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, DateTime, Document};
 use mongodb::error::ErrorKind;
 use mongodb::options::ClientOptions;
 use mongodb::{Client, Collection};
+use pipeline_common::message::Message;
 
 const KIND: StoreKind = StoreKind::Mongo;
 const DUPLICATE_KEY: i32 = 11000;

@@ -1,0 +1,24 @@
+//! How to reach Elasticsearch / OpenSearch.
+
+use clap::Args;
+use std::time::Duration;
+
+/// Elasticsearch or OpenSearch (ES 7.10 API and later).
+#[derive(Debug, Clone, Args)]
+pub struct EsArgs {
+    /// Base URL of the Elasticsearch / OpenSearch HTTP API.
+    #[arg(id = "es-url", long = "es-url", env = "ES_URL", default_value = "http://127.0.0.1:9200")]
+    pub url: String,
+    /// Index holding the messages (created with its mapping when missing).
+    #[arg(id = "es-index", long = "es-index", env = "ES_INDEX", default_value = "messages")]
+    pub index: String,
+    /// Per-request timeout, in milliseconds.
+    #[arg(id = "es-timeout-ms", long = "es-timeout-ms", env = "ES_TIMEOUT_MS", default_value_t = 30_000)]
+    pub timeout_ms: u64,
+}
+
+impl EsArgs {
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms)
+    }
+}

@@ -1,0 +1,7 @@
+//! MySQL / MariaDB: the system of record, 16 shard tables (`messages_00` … `messages_15`).
+
+mod args;
+mod store;
+
+pub use args::MysqlArgs;
+pub use store::*;

@@ -1,0 +1,7 @@
+//! Redis: `SET msg:<id> <message json>`, one pipeline per batch.
+
+mod args;
+mod store;
+
+pub use args::RedisArgs;
+pub use store::*;

@@ -6,6 +6,7 @@ use clap::{Parser, ValueEnum};
 use pipeline_common::config::KafkaArgs;
 use pipeline_stores::StoreArgs;
 use pipeline_stores::StoreKind;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -50,6 +51,70 @@ impl std::str::FromStr for SyncStores {
     }
 }
 
+/// The per-store pools (`--pool per-store`): a `--pool-<store>` flag (env `WRITER_POOL_<STORE>`)
+/// for every store the registry lists, so a new store gets its flag without an edit here.
+#[derive(Debug, Clone)]
+pub struct StorePools(BTreeMap<StoreKind, PoolSpec>);
+
+/// Every store's pool until its flag says otherwise.
+pub const DEFAULT_STORE_POOL: &str = "4/8/64/block";
+
+impl StorePools {
+    fn id(kind: StoreKind) -> String {
+        format!("pool-{}", kind.name())
+    }
+
+    pub fn get(&self, kind: StoreKind) -> PoolSpec {
+        // Every kind was filled from its flag (which has a default), so the fallback is unused.
+        self.0.get(&kind).copied().unwrap_or(PoolSpec {
+            core: 4,
+            max: 8,
+            queue: 64,
+            policy: crate::pool::Policy::Block,
+        })
+    }
+}
+
+impl clap::FromArgMatches for StorePools {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let mut pools = BTreeMap::new();
+        for kind in StoreKind::ALL {
+            if let Some(spec) = m.get_one::<PoolSpec>(&Self::id(kind)) {
+                pools.insert(kind, *spec);
+            }
+        }
+        Ok(StorePools(pools))
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for StorePools {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        StoreKind::ALL.into_iter().fold(cmd, |cmd, kind| {
+            cmd.arg(
+                clap::Arg::new(Self::id(kind))
+                    .long(Self::id(kind))
+                    .env(format!("WRITER_POOL_{}", kind.name().to_uppercase()))
+                    .value_name("CORE/MAX/QUEUE/POLICY")
+                    .value_parser(clap::value_parser!(PoolSpec))
+                    .default_value(DEFAULT_STORE_POOL)
+                    .help(format!(
+                        "{kind}'s pool with `--pool per-store`, as core/max/queue/policy (policy: caller-runs, block \
+                         or reject). Used only when {kind} is not in --sync-stores."
+                    )),
+            )
+        })
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
 #[derive(Debug, Clone, Parser)]
 #[command(name = "writer", about = "Kafka → MySQL (sync) + Redis / Elasticsearch / MongoDB, no loss, no duplicates")]
 pub struct WriterConfig {
@@ -79,22 +144,9 @@ pub struct WriterConfig {
     /// reject. The seed's shape by default.
     #[arg(long, env = "WRITER_POOL_SHARED", default_value = "12/24/1000/caller-runs")]
     pub pool_shared: PoolSpec,
-    /// MySQL's pool with `--pool per-store`, as core/max/queue/policy (policy: caller-runs,
-    /// block or reject). Used only when MySQL is not in --sync-stores.
-    #[arg(long, env = "WRITER_POOL_MYSQL", default_value = "4/8/64/block")]
-    pub pool_mysql: PoolSpec,
-    /// Redis's pool with `--pool per-store`, as core/max/queue/policy (policy: caller-runs,
-    /// block or reject).
-    #[arg(long, env = "WRITER_POOL_REDIS", default_value = "4/8/64/block")]
-    pub pool_redis: PoolSpec,
-    /// Elasticsearch's pool with `--pool per-store`, as core/max/queue/policy (policy:
-    /// caller-runs, block or reject).
-    #[arg(long, env = "WRITER_POOL_ES", default_value = "4/8/64/block")]
-    pub pool_es: PoolSpec,
-    /// MongoDB's pool with `--pool per-store`, as core/max/queue/policy (policy: caller-runs,
-    /// block or reject).
-    #[arg(long, env = "WRITER_POOL_MONGO", default_value = "4/8/64/block")]
-    pub pool_mongo: PoolSpec,
+    /// One `--pool-<store>` flag per store of the registry.
+    #[command(flatten)]
+    pub pools: StorePools,
 
     /// When an offset may be committed.
     #[arg(long, env = "WRITER_COMMIT", value_enum, default_value_t = CommitMode::AfterWrite)]
@@ -135,12 +187,7 @@ impl WriterConfig {
     }
 
     pub fn pool_spec(&self, kind: StoreKind) -> PoolSpec {
-        match kind {
-            StoreKind::Mysql => self.pool_mysql,
-            StoreKind::Redis => self.pool_redis,
-            StoreKind::Es => self.pool_es,
-            StoreKind::Mongo => self.pool_mongo,
-        }
+        self.pools.get(kind)
     }
 }
 
@@ -168,6 +215,15 @@ mod tests {
             .map(|a| a.get_id().to_string())
             .collect();
         assert!(bare.is_empty(), "flags without help: {bare:?}");
+    }
+
+    #[test]
+    fn every_store_has_its_pool_flag() {
+        let c = WriterConfig::parse_from(["writer", "--pool-es", "1/2/3/reject"]);
+        assert_eq!(c.pool_spec(StoreKind::Es).to_string(), "1/2/3/reject");
+        for kind in StoreKind::ALL.into_iter().filter(|k| *k != StoreKind::Es) {
+            assert_eq!(c.pool_spec(kind).to_string(), DEFAULT_STORE_POOL, "{kind}");
+        }
     }
 
     #[test]

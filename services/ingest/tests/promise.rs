@@ -128,7 +128,11 @@ async fn every_accepted_message_lands_unchanged_in_all_four_stores() {
     let ns = Namespace::new("promise").await;
     let stores = ns.stores().await;
     let metrics_port = free_port();
-    let mut writer = ns.spawn("writer", &[], &[("WRITER_METRICS_ADDR", format!("127.0.0.1:{metrics_port}"))]);
+    let env = [
+        ("WRITER_METRICS_ADDR", format!("127.0.0.1:{metrics_port}")),
+        ("WRITER_DLQ_TOPIC", format!("{}.dlq", ns.name)),
+    ];
+    let mut writer = ns.spawn("writer", &[], &env);
     let port = free_port();
     let _ingest = ns.spawn("ingest", &[], &[("INGEST_LISTEN", format!("127.0.0.1:{port}"))]);
     let base = format!("http://127.0.0.1:{port}/v1/messages");

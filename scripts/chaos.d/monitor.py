@@ -72,9 +72,9 @@ def main():
             t0 = time.time()
             rec = {"t": round(t0, 3)}
             try:
-                committed = c.committed(tps, timeout=5)
-                rec["committed"] = [max(tp.offset, 0) for tp in committed]
-                rec["high"] = [c.get_watermark_offsets(tp, timeout=5, cached=False)[1] for tp in tps]
+                committed = [max(tp.offset, 0) for tp in c.committed(tps, timeout=5)]
+                high = [c.get_watermark_offsets(tp, timeout=5, cached=False)[1] for tp in tps]
+                rec["committed"], rec["high"] = committed, high
             except Exception as e:  # the broker is never frozen, but say so if it does not answer
                 rec["error"] = str(e)
             rec["w"] = {p: m for p in ports if (m := scrape(p)) is not None}

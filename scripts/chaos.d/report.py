@@ -105,7 +105,7 @@ def load_samples(d):
                     s = json.loads(line)
                 except ValueError:
                     continue
-                if "committed" in s:
+                if "committed" in s and "high" in s:  # a sample whose broker calls timed out has neither
                     s["C"], s["H"] = sum(s["committed"]), sum(s["high"])
                     s["lag"] = s["H"] - s["C"]
                     out.append(s)

@@ -60,3 +60,15 @@ pub const LATENCY_BUCKETS: [f64; 17] =
 
 /// Histogram buckets for batch sizes (metric names ending in `records`).
 pub const SIZE_BUCKETS: [f64; 12] = [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0];
+
+/// The body of every service's `/healthz`: the same fields and formats everywhere, so a script
+/// can tell a fresh process (boot id) from a restarted one without knowing which service it asks.
+pub fn health() -> serde_json::Value {
+    let boot = boot();
+    serde_json::json!({
+        "status": "up",
+        "boot_id": boot.id,
+        "started_at": boot.started_at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
+        "version": env!("CARGO_PKG_VERSION"),
+    })
+}

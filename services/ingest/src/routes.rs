@@ -27,11 +27,6 @@ use std::fmt;
 use time::OffsetDateTime;
 use tokio::sync::oneshot;
 
-/// Per-request settings, shared by all workers.
-pub struct Settings {
-    pub cfg: IngestConfig,
-}
-
 /// Each HTTP worker's own ring producer handle (workers are single-threaded).
 pub struct WorkerRing(pub RefCell<Ring>);
 
@@ -136,8 +131,8 @@ fn field_errors(index: Option<usize>, errors: &[FieldError]) -> Vec<Value> {
     errors.iter().map(|e| json!({ "index": index, "field": e.field, "reason": e.reason })).collect()
 }
 
-fn limits(s: &Settings) -> Limits {
-    Limits { max_body_bytes: s.cfg.max_body_bytes }
+fn limits(cfg: &IngestConfig) -> Limits {
+    Limits { max_body_bytes: cfg.max_body_bytes }
 }
 
 fn entry(m: &Message, ack: Option<crate::kafka::Ack>) -> Entry {
@@ -146,11 +141,15 @@ fn entry(m: &Message, ack: Option<crate::kafka::Ack>) -> Entry {
 
 /// Waits for Kafka's delivery reports (in `--ack kafka` mode) within the deadline and turns
 /// them into the answer: 202 when all are stored, 503 only when none can have been written.
-async fn await_acks(s: &Settings, acks: Vec<oneshot::Receiver<Delivery>>, msgs: &[Message]) -> Result<(), ApiError> {
+async fn await_acks(
+    cfg: &IngestConfig,
+    acks: Vec<oneshot::Receiver<Delivery>>,
+    msgs: &[Message],
+) -> Result<(), ApiError> {
     let all = futures::future::join_all(acks);
-    let results = match tokio::time::timeout(s.cfg.deadline(), all).await {
+    let results = match tokio::time::timeout(cfg.deadline(), all).await {
         Err(_) => {
-            return Err(ApiError::uncertain("Kafka did not acknowledge within the deadline", s.cfg.retry_after, msgs))
+            return Err(ApiError::uncertain("Kafka did not acknowledge within the deadline", cfg.retry_after, msgs))
         }
         Ok(results) => results,
     };
@@ -167,18 +166,18 @@ async fn await_acks(s: &Settings, acks: Vec<oneshot::Receiver<Delivery>>, msgs: 
     }
     match (uncertain, not_sent) {
         (None, None) => Ok(()),
-        (Some(e), _) => Err(ApiError::uncertain(&e, s.cfg.retry_after, msgs)),
+        (Some(e), _) => Err(ApiError::uncertain(&e, cfg.retry_after, msgs)),
         // Some messages may be stored and others not: the request as a whole is uncertain.
-        (None, Some(e)) if msgs.len() > 1 => Err(ApiError::uncertain(&e, s.cfg.retry_after, msgs)),
-        (None, Some(e)) => Err(ApiError::unavailable("kafka_unavailable", &e, s.cfg.retry_after)),
+        (None, Some(e)) if msgs.len() > 1 => Err(ApiError::uncertain(&e, cfg.retry_after, msgs)),
+        (None, Some(e)) => Err(ApiError::unavailable("kafka_unavailable", &e, cfg.retry_after)),
     }
 }
 
 /// Puts validated messages in the ring (all or none) and, in `--ack kafka` mode, waits for Kafka.
-async fn publish(s: &Settings, ring: &WorkerRing, msgs: &[Message]) -> Result<(), ApiError> {
+async fn publish(cfg: &IngestConfig, ring: &WorkerRing, msgs: &[Message]) -> Result<(), ApiError> {
     let (mut entries, mut acks) = (Vec::with_capacity(msgs.len()), Vec::new());
     for m in msgs {
-        let ack = (s.cfg.ack == AckMode::Kafka).then(|| {
+        let ack = (cfg.ack == AckMode::Kafka).then(|| {
             let (tx, rx) = oneshot::channel();
             acks.push(rx);
             tx
@@ -186,32 +185,32 @@ async fn publish(s: &Settings, ring: &WorkerRing, msgs: &[Message]) -> Result<()
         entries.push(entry(m, ack));
     }
     let put = ring.0.borrow_mut().try_put_all(entries);
-    put.map_err(|_| ApiError::unavailable("ring_full", "the ingest ring is full; retry later", s.cfg.retry_after))?;
-    await_acks(s, acks, msgs).await
+    put.map_err(|_| ApiError::unavailable("ring_full", "the ingest ring is full; retry later", cfg.retry_after))?;
+    await_acks(cfg, acks, msgs).await
 }
 
 pub async fn post_message(
     req: HttpRequest,
     body: web::Payload,
-    s: web::Data<Settings>,
+    cfg: web::Data<IngestConfig>,
     ring: web::Data<WorkerRing>,
 ) -> Result<HttpResponse, ApiError> {
-    let bytes = read_json_body(&req, body, s.cfg.max_message_request_bytes()).await?;
+    let bytes = read_json_body(&req, body, cfg.max_message_request_bytes()).await?;
     let new: NewMessage = serde_json::from_slice(&bytes).map_err(json_error)?;
-    let msg = new.into_message(limits(&s), OffsetDateTime::now_utc()).map_err(|errs| {
+    let msg = new.into_message(limits(&cfg), OffsetDateTime::now_utc()).map_err(|errs| {
         ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_message", Value::Array(field_errors(None, &errs)))
     })?;
-    publish(&s, &ring, std::slice::from_ref(&msg)).await?;
+    publish(&cfg, &ring, std::slice::from_ref(&msg)).await?;
     Ok(HttpResponse::Accepted().json(json!({ "id": msg.id })))
 }
 
 pub async fn post_batch(
     req: HttpRequest,
     body: web::Payload,
-    s: web::Data<Settings>,
+    cfg: web::Data<IngestConfig>,
     ring: web::Data<WorkerRing>,
 ) -> Result<HttpResponse, ApiError> {
-    let bytes = read_json_body(&req, body, s.cfg.max_request_bytes).await?;
+    let bytes = read_json_body(&req, body, cfg.max_request_bytes).await?;
     let items: Vec<Value> = match serde_json::from_slice::<Value>(&bytes).map_err(json_error)? {
         Value::Array(items) => items,
         _ => {
@@ -222,11 +221,11 @@ pub async fn post_batch(
             ))
         }
     };
-    if items.is_empty() || items.len() > s.cfg.max_batch {
+    if items.is_empty() || items.len() > cfg.max_batch {
         return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_batch",
-            format!("a batch holds 1 to {} messages, got {}", s.cfg.max_batch, items.len()),
+            format!("a batch holds 1 to {} messages, got {}", cfg.max_batch, items.len()),
         ));
     }
     let now = OffsetDateTime::now_utc();
@@ -234,7 +233,7 @@ pub async fn post_batch(
     for (i, item) in items.into_iter().enumerate() {
         match serde_json::from_value::<NewMessage>(item) {
             Err(e) => bad.push(json!({ "index": i, "field": null, "reason": e.to_string() })),
-            Ok(new) => match new.into_message(limits(&s), now) {
+            Ok(new) => match new.into_message(limits(&cfg), now) {
                 Ok(m) => msgs.push(m),
                 Err(errs) => bad.extend(field_errors(Some(i), &errs)),
             },
@@ -243,17 +242,12 @@ pub async fn post_batch(
     if !bad.is_empty() {
         return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_batch", Value::Array(bad)));
     }
-    publish(&s, &ring, &msgs).await?;
+    publish(&cfg, &ring, &msgs).await?;
     Ok(HttpResponse::Accepted().json(json!({ "ids": msgs.iter().map(|m| &m.id).collect::<Vec<_>>() })))
 }
 
 pub async fn healthz() -> HttpResponse {
-    let boot = telemetry::boot();
-    HttpResponse::Ok().json(json!({
-        "status": "up",
-        "boot_id": boot.id,
-        "started_at": boot.started_at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
-    }))
+    HttpResponse::Ok().json(telemetry::health())
 }
 
 pub async fn readyz(publisher: web::Data<Publisher>) -> HttpResponse {

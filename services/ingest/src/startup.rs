@@ -4,7 +4,7 @@
 use crate::config::IngestConfig;
 use crate::kafka::Publisher;
 use crate::ring::Ring;
-use crate::routes::{self, Settings, WorkerRing};
+use crate::routes::{self, WorkerRing};
 use actix_web::dev::Server;
 use actix_web::{middleware, web, App, HttpServer};
 use anyhow::Context;
@@ -43,7 +43,7 @@ impl Application {
         let workers =
             if cfg.workers == 0 { std::thread::available_parallelism().map_or(2, |n| n.get()) } else { cfg.workers };
         let shutdown_grace = cfg.deadline() + Duration::from_secs(1);
-        let settings = web::Data::new(Settings { cfg });
+        let settings = web::Data::new(cfg);
         let worker_ring = ring.clone();
         let shared_publisher = web::Data::new(publisher.clone());
         let server = HttpServer::new(move || {

@@ -89,7 +89,7 @@ impl Job {
 }
 
 /// The submission was refused (policy `reject`); the job is handed back.
-pub struct Rejected(pub Job);
+pub struct SubmitRefused(pub Job);
 
 struct State {
     active: usize,
@@ -164,7 +164,7 @@ impl Pool {
     }
 
     /// Submits a job. Returns when the job is running, queued, or (caller-runs) done.
-    pub async fn submit(&self, job: Job) -> Result<(), Rejected> {
+    pub async fn submit(&self, job: Job) -> Result<(), SubmitRefused> {
         let mut job = job;
         loop {
             match self.try_place(job) {
@@ -179,7 +179,7 @@ impl Pool {
                 }
                 Policy::Reject => {
                     self.0.m.rejected.increment(1);
-                    return Err(Rejected(job));
+                    return Err(SubmitRefused(job));
                 }
                 Policy::Block => {
                     let room = self.0.room.notified();

@@ -20,12 +20,7 @@ async fn metrics(handle: web::Data<PrometheusHandle>) -> HttpResponse {
 }
 
 async fn healthz() -> HttpResponse {
-    let boot = telemetry::boot();
-    HttpResponse::Ok().json(serde_json::json!({
-        "status": "up",
-        "boot_id": boot.id,
-        "started_at": boot.started_at.unix_timestamp(),
-    }))
+    HttpResponse::Ok().json(telemetry::health())
 }
 
 /// Runs the writer until `stop` is cancelled; returns after in-flight writes are committed.

@@ -2,7 +2,6 @@
 //! extra one), uncertain and refused ids, duplicates, and dead letters. Each test seeds its own
 //! namespace directly (no pipeline) and writes a k6-style summary and id log by hand.
 
-use pipeline_common::message::{shard_of, shard_table};
 use pipeline_common::Message;
 use pipeline_stores::{Store, StoreKind};
 use pipeline_testkit::{exclusive, messages, Namespace};
@@ -138,16 +137,7 @@ async fn uncertain_ids_may_be_stored_refused_ones_never_and_none_twice() {
 
     // a-0 copied into a second shard table; the refused id written to Redis.
     let dup = &batch[0];
-    let wrong = shard_table((shard_of(&dup.id) + 1) % 16);
-    let pool = sqlx::mysql::MySqlPoolOptions::new().connect(&ns.stores.mysql.url).await.unwrap();
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "INSERT INTO {wrong} (id, sender, recipient, body, sent_at) SELECT id, sender, recipient, body, sent_at FROM {} WHERE id = ?",
-        shard_table(shard_of(&dup.id))
-    )))
-    .bind(&dup.id)
-    .execute(&pool)
-    .await
-    .unwrap();
+    pipeline_testkit::copy_into_wrong_shard(&ns, &dup.id).await;
     write_all(&stores, &refused, |k| k == StoreKind::Redis).await;
     let (code, report) = reconcile(&ns, &["diff", "--expect-from", summary]);
     assert_eq!(code, 1, "{report}");

@@ -10,22 +10,8 @@ use std::sync::Arc;
 
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 
-/// The k6 binary: `K6_BIN`, else the stack's venv.
-fn k6_bin() -> String {
-    if let Ok(p) = std::env::var("K6_BIN") {
-        return p;
-    }
-    let cache = std::env::var("PIPELINE_CACHE")
-        .unwrap_or_else(|_| format!("{}/.cache/pipeline", std::env::var("HOME").unwrap()));
-    std::fs::read_dir(&cache)
-        .ok()
-        .and_then(|d| d.flatten().map(|e| e.path().join("bin/k6")).find(|p| p.exists()))
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_else(|| panic!("k6 not found: set K6_BIN or run scripts/stack up (installs it under {cache})"))
-}
-
 fn inspect(script: &str, env: &[(&str, &str)]) -> Value {
-    let mut cmd = Command::new(k6_bin());
+    let mut cmd = Command::new(pipeline_testkit::k6_bin());
     cmd.current_dir(ROOT).arg("inspect");
     for (k, v) in env {
         cmd.args(["-e", &format!("{k}={v}")]);
@@ -118,7 +104,7 @@ fn every_script_logs_its_ids_and_the_summary_names_the_log() {
     ] {
         let summary = dir.join(format!("{script}.json"));
         let log = dir.join(format!("{script}.ids"));
-        let mut cmd = Command::new(k6_bin());
+        let mut cmd = Command::new(pipeline_testkit::k6_bin());
         cmd.current_dir(ROOT)
             .args(["run", "-q", &format!("k6/{script}.js")])
             .env("K6_NO_USAGE_REPORT", "true")

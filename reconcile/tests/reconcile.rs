@@ -49,15 +49,7 @@ async fn seeded_gaps_are_reported_exactly_and_reset_empties_everything() {
     // One id copied into a second, wrong, shard table.
     let dup = &batch[0];
     let wrong = shard_table((shard_of(&dup.id) + 1) % 16);
-    let pool = sqlx::mysql::MySqlPoolOptions::new().connect(&ns.stores.mysql.url).await.unwrap();
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "INSERT INTO {wrong} (id, sender, recipient, body, sent_at) SELECT id, sender, recipient, body, sent_at FROM {} WHERE id = ?",
-        shard_table(shard_of(&dup.id))
-    )))
-    .bind(&dup.id)
-    .execute(&pool)
-    .await
-    .unwrap();
+    pipeline_testkit::copy_into_wrong_shard(&ns, &dup.id).await;
 
     let (code, report) = reconcile(&ns, &["count", "--expect", "100"]);
     assert_eq!(code, 1, "{report}");
@@ -92,20 +84,6 @@ async fn seeded_gaps_are_reported_exactly_and_reset_empties_everything() {
     assert_eq!(code, 2, "bad input has its own exit code");
 }
 
-/// The k6 binary: `K6_BIN`, else the stack's venv.
-fn k6_bin() -> String {
-    if let Ok(p) = std::env::var("K6_BIN") {
-        return p;
-    }
-    let cache = std::env::var("PIPELINE_CACHE")
-        .unwrap_or_else(|_| format!("{}/.cache/pipeline", std::env::var("HOME").unwrap()));
-    std::fs::read_dir(&cache)
-        .ok()
-        .and_then(|d| d.flatten().map(|e| e.path().join("bin/k6")).find(|p| p.exists()))
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_else(|| panic!("k6 not found: set K6_BIN or run scripts/stack up (installs it under {cache})"))
-}
-
 async fn wait_ready(url: &str, child: &mut Child) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -137,7 +115,7 @@ async fn end_to_end_k6_closed_loop_reconciles() {
     let summary = std::env::temp_dir().join(format!("{}.summary.json", ns.name));
     let id_log = std::env::temp_dir().join(format!("{}.summary.ids", ns.name));
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    let k6 = Command::new(k6_bin())
+    let k6 = Command::new(pipeline_testkit::k6_bin())
         .current_dir(root)
         .args(["run", "-q", "k6/closed-loop.js"])
         .env("INGEST_URL", format!("http://127.0.0.1:{ingest_port}"))

@@ -98,12 +98,7 @@ mod tests {
     #[test]
     fn every_flag_has_help_text() {
         use clap::CommandFactory;
-        let cmd = IngestConfig::command();
-        let bare: Vec<_> = cmd
-            .get_arguments()
-            .filter(|a| a.get_help().is_none() && !["help", "version"].contains(&a.get_id().as_str()))
-            .map(|a| a.get_id().to_string())
-            .collect();
+        let bare = pipeline_testkit::flags_without_help(&IngestConfig::command());
         assert!(bare.is_empty(), "flags without help: {bare:?}");
     }
 }

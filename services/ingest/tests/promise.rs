@@ -185,12 +185,7 @@ async fn every_accepted_message_lands_unchanged_in_all_four_stores() {
     assert!(counts.iter().all(|(_, n)| *n == ids.len() as u64), "counts {counts:?}, want {}", ids.len());
     assert_exact_ids(&stores, &ids).await;
     assert_mysql_holds_them_unchanged(&ns, &accepted).await;
-    let metrics = reqwest::get(format!("http://127.0.0.1:{metrics_port}/metrics")).await.unwrap().text().await.unwrap();
-    let dead: f64 = metrics
-        .lines()
-        .filter(|l| l.starts_with("writer_dlq_records_total"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum();
+    let dead = pipeline_testkit::metric(metrics_port, "writer_dlq_records_total").await;
     assert_eq!(dead, 0.0, "nothing accepted was dead-lettered");
     writer.signal("TERM");
 }

@@ -303,3 +303,56 @@ pub async fn consume_messages(
     }
     out
 }
+
+/// Sum of every sample of a metric (name, optionally with its opening labels, as a prefix of the
+/// exposition line) on a service's `/metrics` at `port`.
+pub async fn metric(port: u16, name_and_labels: &str) -> f64 {
+    let body = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
+        .await
+        .and_then(|r| r.error_for_status())
+        .unwrap_or_else(|e| panic!("GET /metrics on :{port}: {e}"));
+    let text = body.text().await.unwrap_or_else(|e| panic!("reading /metrics on :{port}: {e}"));
+    text.lines()
+        .filter(|l| l.starts_with(name_and_labels))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// The ids of the flags of `cmd` that have no help text (`--help`/`--version` aside).
+pub fn flags_without_help(cmd: &clap::Command) -> Vec<String> {
+    cmd.get_arguments()
+        .filter(|a| a.get_help().is_none() && !["help", "version"].contains(&a.get_id().as_str()))
+        .map(|a| a.get_id().to_string())
+        .collect()
+}
+
+/// The k6 binary: `K6_BIN` (scripts/test sets it to the stack's venv), else the first venv under
+/// `$PIPELINE_CACHE` that has one.
+pub fn k6_bin() -> String {
+    if let Ok(p) = std::env::var("K6_BIN") {
+        return p;
+    }
+    let cache = std::env::var("PIPELINE_CACHE")
+        .unwrap_or_else(|_| format!("{}/.cache/pipeline", std::env::var("HOME").unwrap_or_default()));
+    std::fs::read_dir(&cache)
+        .ok()
+        .and_then(|d| d.flatten().map(|e| e.path().join("bin/k6")).find(|p| p.exists()))
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|| panic!("k6 not found: set K6_BIN or run scripts/stack up (installs it under {cache})"))
+}
+
+/// Copies the MySQL row of `id` into a second, wrong shard table of the namespace (a placement
+/// error reconcile must report).
+pub async fn copy_into_wrong_shard(ns: &Namespace, id: &str) {
+    use pipeline_common::message::{shard_of, shard_table};
+    let wrong = shard_table((shard_of(id) + 1) % 16);
+    let pool = sqlx::mysql::MySqlPoolOptions::new().connect(&ns.stores.mysql.url).await.expect("mysql");
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO {wrong} (id, sender, recipient, body, sent_at) SELECT id, sender, recipient, body, sent_at FROM {} WHERE id = ?",
+        shard_table(shard_of(id))
+    )))
+    .bind(id)
+    .execute(&pool)
+    .await
+    .expect("copy the row into a wrong shard table");
+}

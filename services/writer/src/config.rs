@@ -208,12 +208,7 @@ mod tests {
     #[test]
     fn every_flag_has_help_text() {
         use clap::CommandFactory;
-        let cmd = WriterConfig::command();
-        let bare: Vec<_> = cmd
-            .get_arguments()
-            .filter(|a| a.get_help().is_none() && !["help", "version"].contains(&a.get_id().as_str()))
-            .map(|a| a.get_id().to_string())
-            .collect();
+        let bare = pipeline_testkit::flags_without_help(&WriterConfig::command());
         assert!(bare.is_empty(), "flags without help: {bare:?}");
     }
 

@@ -113,24 +113,22 @@ impl Tracker {
     /// Offsets to commit now (Kafka's convention: the next record to read): every assigned
     /// partition whose stored prefix moved past what was already asked for. Marks them asked.
     pub fn to_commit(&mut self) -> BTreeMap<i32, i64> {
-        self.advance();
-        let mut out = BTreeMap::new();
-        for (&partition, p) in self.parts.iter_mut() {
-            if let Some(upto) = p.stored_upto.filter(|u| p.requested.is_none_or(|r| *u > r)) {
-                p.requested = Some(upto);
-                out.insert(partition, upto);
-            }
-        }
-        out
+        self.stored_past(|p| p.requested)
     }
 
     /// Offsets for a final, synchronous commit: every assigned partition's stored prefix that
     /// Kafka has not acknowledged yet, whether or not an asynchronous commit asked for it.
     pub fn to_commit_finally(&mut self) -> BTreeMap<i32, i64> {
+        self.stored_past(|p| p.acked)
+    }
+
+    /// Every assigned partition whose stored prefix is past `floor` (nothing yet counts as
+    /// below everything), marked as asked for.
+    fn stored_past(&mut self, floor: fn(&Part) -> Option<i64>) -> BTreeMap<i32, i64> {
         self.advance();
         let mut out = BTreeMap::new();
         for (&partition, p) in self.parts.iter_mut() {
-            if let Some(upto) = p.stored_upto.filter(|u| p.acked.is_none_or(|a| *u > a)) {
+            if let Some(upto) = p.stored_upto.filter(|u| floor(p).is_none_or(|f| *u > f)) {
                 p.requested = Some(upto);
                 out.insert(partition, upto);
             }

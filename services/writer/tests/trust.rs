@@ -4,7 +4,7 @@
 
 mod support;
 
-use pipeline_testkit::{exclusive, free_port, messages, produce};
+use pipeline_testkit::{exclusive, messages, produce};
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::Headers;
 use rdkafka::Message as _;
@@ -110,13 +110,7 @@ async fn read_dead_letters(run: &Run, topic: &str, expected: &BTreeSet<(String, 
 async fn sigterm_during_a_store_outage_exits_after_the_grace() {
     let _g = exclusive().await;
     let mut run = Run::new("grace").await;
-    let port = free_port();
-    let dir = std::env::temp_dir().join(&run.ns.name);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut redis = support::private_redis(port, &dir);
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    run.ns.stores.redis.url = format!("redis://127.0.0.1:{port}/0");
-    run.stores = run.ns.stores().await;
+    let mut redis = run.with_private_redis().await;
     let first = run.produce(500, "g1").await;
     // Redis written synchronously, so the consumer task itself is stuck in the retry loop.
     // The grace through the environment, so this test runs unchanged against older builds
@@ -124,8 +118,7 @@ async fn sigterm_during_a_store_outage_exits_after_the_grace() {
     let mut w = run.writer_with_env(&["--sync-stores", "mysql,redis"], &[("WRITER_SHUTDOWN_GRACE_SECS", "3")]);
     run.assert_stored(&first).await;
     run.wait_committed(500).await;
-    redis.signal("TERM");
-    redis.wait_exit(Duration::from_secs(10)).expect("redis stopped");
+    redis.stop();
     run.produce(500, "g2").await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let t = Instant::now();

@@ -4,7 +4,7 @@
 
 mod support;
 
-use pipeline_testkit::{exclusive, free_port, produce_raw};
+use pipeline_testkit::{exclusive, produce_raw};
 use std::time::{Duration, Instant};
 use support::{Run, DRAIN};
 
@@ -143,27 +143,20 @@ async fn a_store_outage_holds_commits_and_recovers() {
     let _g = exclusive().await;
     let mut run = Run::new("outage").await;
     // A private Redis that this test may stop (and restart with every key).
-    let port = free_port();
-    let dir = std::env::temp_dir().join(&run.ns.name);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut r = support::private_redis(port, &dir);
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    run.ns.stores.redis.url = format!("redis://127.0.0.1:{port}/0");
-    run.stores = run.ns.stores().await;
+    let mut redis = run.with_private_redis().await;
     let mut ids = run.produce(2_000, "before").await;
     let _w = run.writer(&[]);
     run.assert_stored(&ids).await;
     run.wait_committed(2_000).await;
 
-    r.signal("TERM");
-    r.wait_exit(Duration::from_secs(10)).expect("redis stopped");
+    redis.stop();
     ids.extend(run.produce(3_000, "during").await);
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(run.committed_and_high().await.0, 2_000, "nothing committed past records Redis does not hold");
     assert!(run.metric("writer_store_errors_total{store=\"redis\"").await > 0.0, "the outage shows in metrics");
     assert!(run.metric("writer_store_retries_total{store=\"redis\"}").await > 0.0);
 
-    let _r2 = support::private_redis(port, &dir);
+    redis.start();
     run.assert_stored(&ids).await;
     run.wait_committed(5_000).await;
 }

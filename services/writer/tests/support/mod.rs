@@ -67,29 +67,63 @@ impl Run {
     }
 
     pub async fn metric(&self, name_and_labels: &str) -> f64 {
-        let body = reqwest::get(format!("http://127.0.0.1:{}/metrics", self.metrics_port))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        body.lines()
-            .filter(|l| l.starts_with(name_and_labels))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
+        pipeline_testkit::metric(self.metrics_port, name_and_labels).await
     }
 }
 
-/// A private Redis on `port` that a test may stop: append-only with fsync always, so a graceful
-/// stop and restart keeps every key.
-pub fn private_redis(port: u16, dir: &std::path::Path) -> Child {
-    let child = std::process::Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--appendonly", "yes", "--appendfsync", "always"])
-        .args(["--save", ""])
-        .arg("--dir")
-        .arg(dir)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("redis-server");
-    Child(child)
+/// A private Redis that a test may stop and start again: append-only with fsync always, so a
+/// graceful stop and restart keeps every key.
+pub struct PrivateRedis {
+    pub port: u16,
+    dir: std::path::PathBuf,
+    pub server: Child,
+}
+
+impl PrivateRedis {
+    fn spawn(port: u16, dir: &std::path::Path) -> Child {
+        let child = std::process::Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+            ])
+            .args(["--save", ""])
+            .arg("--dir")
+            .arg(dir)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server");
+        Child(child)
+    }
+
+    /// Stops the server (SIGTERM) and waits for it to exit.
+    pub fn stop(&mut self) {
+        self.server.signal("TERM");
+        self.server.wait_exit(Duration::from_secs(10)).expect("redis stopped");
+    }
+
+    /// Starts the server again on the same port and data.
+    pub fn start(&mut self) {
+        self.server = Self::spawn(self.port, &self.dir);
+    }
+}
+
+impl Run {
+    /// Points this run's Redis at a private server of its own (started here), so the test may
+    /// stop it without disturbing the shared one.
+    pub async fn with_private_redis(&mut self) -> PrivateRedis {
+        let port = free_port();
+        let dir = std::env::temp_dir().join(&self.ns.name);
+        std::fs::create_dir_all(&dir).expect("redis data dir");
+        let server = PrivateRedis::spawn(port, &dir);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        self.ns.stores.redis.url = format!("redis://127.0.0.1:{port}/0");
+        self.stores = self.ns.stores().await;
+        PrivateRedis { port, dir, server }
+    }
 }

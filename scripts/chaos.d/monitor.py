@@ -22,7 +22,7 @@ FAMILIES = (
     "writer_store_retries_total", "writer_store_errors_total", "writer_pool_rejected_total",
     "writer_pool_queue_depth", "writer_pool_queue_depth_peak", "writer_pool_active_workers",
     "writer_pool_caller_runs_total", "writer_records_total", "writer_dlq_records_total",
-    "writer_consumer_failures_total", "process_boot_id",
+    "writer_consumer_failures_total", "pipeline_process_info",
 )
 
 

@@ -23,8 +23,10 @@ macro_rules! catalog {
 }
 
 catalog! {
-    gauge PROCESS_BOOT_ID = "process_boot_id":
-        "Always 1; the label boot_id is new at every process start (a run must see one value throughout).";
+    gauge PIPELINE_PROCESS_INFO = "pipeline_process_info":
+        "Always 1; labels: service, version, and boot_id, new at every process start (a run must see one value throughout).";
+    gauge PROCESS_START_TIME_SECONDS = "process_start_time_seconds":
+        "Start time of the process since the Unix epoch, in seconds.";
 
     counter INGEST_REQUESTS_TOTAL = "ingest_requests_total":
         "HTTP requests answered, by route pattern and status code.";
@@ -55,6 +57,8 @@ catalog! {
         "Records dropped unwritten because their partition was revoked while their batch was collected (re-read by the owner).";
     gauge WRITER_PARTITION_COMMITTED_OFFSET = "writer_partition_committed_offset":
         "Offset Kafka acknowledged as committed, by partition.";
+    gauge WRITER_PARTITION_HIGH_WATERMARK = "writer_partition_high_watermark":
+        "Offset of the next record to be produced, by partition, sampled every few seconds (lag = this minus the committed offset).";
     counter WRITER_COMMIT_FAILURES_TOTAL = "writer_commit_failures_total":
         "Offset commits that failed (asked again).";
     counter WRITER_CONSUMER_FAILURES_TOTAL = "writer_consumer_failures_total":

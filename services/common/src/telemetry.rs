@@ -1,8 +1,9 @@
 //! Logs, metrics and the process boot id, set up the same way by every binary.
 //!
 //! The boot id answers the seed's first lesson ("verify every run is a fresh process"): a new
-//! random id per process start, exported as `process_boot_id{boot_id=...} 1` and on `/healthz`,
-//! so a load script can prove it measured one fresh process from start to end.
+//! random id per process start, exported as `pipeline_process_info{service,version,boot_id} 1`
+//! (with `process_start_time_seconds`) and as `boot_id` on `/healthz`, so a load script can prove
+//! it measured one fresh process from start to end.
 
 use crate::catalog;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
@@ -37,7 +38,7 @@ pub fn init_tracing() {
 static PROMETHEUS: OnceLock<PrometheusHandle> = OnceLock::new();
 
 /// Installs the global Prometheus recorder once and returns its handle; renders with
-/// `handle.render()`. Also records `process_boot_id`.
+/// `handle.render()`. Also records `pipeline_process_info` and `process_start_time_seconds`.
 pub fn metrics_handle() -> PrometheusHandle {
     PROMETHEUS
         .get_or_init(|| {
@@ -48,10 +49,29 @@ pub fn metrics_handle() -> PrometheusHandle {
                 .install_recorder()
                 .expect("no other metrics recorder is installed");
             catalog::describe_all();
-            metrics::gauge!(catalog::PROCESS_BOOT_ID, "boot_id" => boot().id.clone()).set(1.0);
+            let boot = boot();
+            metrics::gauge!(
+                catalog::PIPELINE_PROCESS_INFO,
+                "service" => service_name(),
+                "version" => env!("CARGO_PKG_VERSION"),
+                "boot_id" => boot.id.clone()
+            )
+            .set(1.0);
+            metrics::gauge!(catalog::PROCESS_START_TIME_SECONDS).set(boot.started_at.unix_timestamp_nanos() as f64 / 1e9);
             handle
         })
         .clone()
+}
+
+/// The `service` label of `pipeline_process_info`: the executable's name (`ingest`, `writer`);
+/// a test binary's cargo hash suffix (`api-0123456789abcdef`) is dropped.
+pub fn service_name() -> String {
+    let exe = std::env::current_exe().ok();
+    let stem = exe.as_deref().and_then(|p| p.file_stem()).and_then(|s| s.to_str()).unwrap_or("unknown");
+    match stem.rsplit_once('-') {
+        Some((name, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => name.to_string(),
+        _ => stem.to_string(),
+    }
 }
 
 /// Histogram buckets in seconds: 100 µs to 30 s, for request, delivery and write latencies.

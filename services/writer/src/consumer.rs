@@ -143,6 +143,49 @@ fn commit<C: Consumer<Ctx>>(
     }
 }
 
+/// How often the high watermarks are sampled (for the lag graphs; reconcile asks the broker itself).
+const WATERMARK_EVERY: Duration = Duration::from_secs(5);
+
+/// Samples the high watermark of every partition of the topic into
+/// `writer_partition_high_watermark` every [`WATERMARK_EVERY`], on a blocking thread with its own
+/// Kafka client (never on a consumer's task), until `stop` is cancelled. One per process.
+fn spawn_watermark_sampler(cfg: &WriterConfig, stop: CancellationToken) {
+    let probe: BaseConsumer = match client_config(&cfg.kafka).set("client.id", "writer-watermarks").create() {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(error = %e, "no high-watermark sampler (the lag graphs will be empty)");
+            return;
+        }
+    };
+    let probe = Arc::new(probe);
+    let topic = cfg.kafka.topic.clone();
+    tokio::spawn(async move {
+        loop {
+            let (probe, topic) = (probe.clone(), topic.clone());
+            let sampled = tokio::task::spawn_blocking(move || -> KafkaResult<()> {
+                let timeout = pipeline_common::kafka::ADMIN_TIMEOUT;
+                let md = probe.fetch_metadata(Some(&topic), timeout)?;
+                for t in md.topics().iter().filter(|t| t.name() == topic) {
+                    for p in t.partitions() {
+                        let (_low, high) = probe.fetch_watermarks(&topic, p.id(), timeout)?;
+                        gauge!(catalog::WRITER_PARTITION_HIGH_WATERMARK, "partition" => p.id().to_string())
+                            .set(high as f64);
+                    }
+                }
+                Ok(())
+            })
+            .await;
+            if let Ok(Err(e)) = sampled {
+                tracing::debug!(error = %e, "high watermarks not sampled this time");
+            }
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = tokio::time::sleep(WATERMARK_EVERY) => {}
+            }
+        }
+    });
+}
+
 pub struct BatchConsumer {
     id: usize,
     cfg: Arc<WriterConfig>,
@@ -186,6 +229,9 @@ impl BatchConsumer {
         let mut grace_spent = false;
         let mut next_batch: u64 = 0;
         let mut outcome = Ok(());
+        if self.id == 0 {
+            spawn_watermark_sampler(&self.cfg, stop.clone());
+        }
         tracing::info!(consumer = self.id, "consuming");
         'consume: loop {
             // Apply completions and commit the stored prefix before pulling more.

@@ -1,6 +1,9 @@
 // Open-loop load, free of coordinated omission: RATE requests/s (constant arrival rate) for
 // DURATION, up to MAX_VUS in flight; requests k6 could not start in time are reported as
-// dropped_iterations. Same summary file and id log as closed-loop.js. Defaults: lib/config.js.
+// dropped_iterations (the summary counts the measured phase's only). Optional warm-up: WARMUP_ROUNDS
+// (default 0 here) rounds of WARMUP at the same rate, laid out like closed-loop.js's (1 s apart,
+// the measured phase 5 s after the last). Same summary file and id log as closed-loop.js.
+// Defaults: lib/config.js.
 //   K6_CONSOLE_OUTPUT=k6/out/summary.ids K6_LOG_FORMAT=raw k6 run -e RATE=2000 -e DURATION=60s k6/open-loop.js
 import http from 'k6/http';
 import { message } from './lib/message.js';
@@ -10,20 +13,31 @@ export { setup, teardown, handleSummary } from './lib/summary.js';
 
 script('open-loop');
 const TIMEOUT = durationSetting('REQUEST_TIMEOUT');
+const ROUNDS = intSetting('WARMUP_ROUNDS', '0');
+const WARMUP = durationSetting('WARMUP');
+const STOP = gracefulStop(TIMEOUT);
+
+function arrival(duration, startTime) {
+  return {
+    executor: 'constant-arrival-rate',
+    rate: intSetting('RATE'),
+    timeUnit: '1s',
+    duration,
+    startTime,
+    preAllocatedVUs: intSetting('PRE_VUS'),
+    maxVUs: intSetting('MAX_VUS'),
+    gracefulStop: STOP,
+  };
+}
+
+const scenarios = {};
+for (let i = 0; i < ROUNDS; i++) scenarios[`warmup_${i + 1}`] = arrival(WARMUP.text, `${i * (WARMUP.secs + 1)}s`);
+scenarios.measured = arrival(MEASURED.text, `${ROUNDS * (WARMUP.secs + 1) + (ROUNDS ? 5 : 0)}s`);
 
 export const options = {
-  scenarios: {
-    measured: {
-      executor: 'constant-arrival-rate',
-      rate: intSetting('RATE'),
-      timeUnit: '1s',
-      duration: MEASURED.text,
-      preAllocatedVUs: intSetting('PRE_VUS'),
-      maxVUs: intSetting('MAX_VUS'),
-      gracefulStop: gracefulStop(TIMEOUT),
-    },
-  },
-  thresholds,
+  scenarios,
+  // The sub-metric is declared so the summary can count the measured phase's drops alone.
+  thresholds: { ...thresholds, 'dropped_iterations{scenario:measured}': ['count>=0'] },
   summaryTrendStats: ['med', 'p(90)', 'p(95)', 'p(99)', 'max'],
 };
 const params = postParams('POST /v1/messages', TIMEOUT.text);

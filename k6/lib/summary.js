@@ -120,7 +120,10 @@ export function summarize(data) {
       rate_per_s: requests / seconds,
       messages_per_s: val(data, 'measured_messages', 'count') / seconds,
       latency_ms: { p50: lat('med'), p90: lat('p(90)'), p95: lat('p(95)'), p99: lat('p(99)'), max: lat('max') },
-      dropped_iterations: val(data, 'dropped_iterations', 'count'),
+      // Open loop: the measured scenario's drops alone when the script declares the sub-metric.
+      dropped_iterations: data.metrics['dropped_iterations{scenario:measured}']
+        ? val(data, 'dropped_iterations{scenario:measured}', 'count')
+        : val(data, 'dropped_iterations', 'count'),
     },
     verdicts,
     ok: verdicts.length === 0,

@@ -1,0 +1,346 @@
+//! The summary charts (PNG, 1200 px wide): throughput per round per policy, latency percentiles,
+//! CPU per message per process, and for a gradient achieved-vs-target rate and p99 vs rate.
+//! The per-policy pool timelines are in `timeline_chart.rs`.
+//!
+//! Text needs a TrueType font: plotters' `ab_glyph` renderer takes the bytes of one, found at run
+//! time (`--font`, `EXPERIMENT_FONT`, or the usual Debian paths), so nothing links fontconfig.
+//! Without a font the charts are skipped and the report says so.
+
+use crate::report::{cells, RoundView, PROCESSES};
+use crate::stats::spread;
+use plotters::prelude::*;
+use std::error::Error;
+use std::path::{Path, PathBuf};
+
+pub type Draw<T> = Result<T, Box<dyn Error>>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ChartError {
+    #[error("no TrueType font found (tried {0}): install fonts-dejavu-core or pass --font FILE")]
+    NoFont(String),
+    #[error("font {0} is not a TrueType/OpenType font")]
+    BadFont(String),
+    #[error("chart {0}: {1}")]
+    Draw(String, String),
+}
+
+pub const WIDTH: u32 = 1200;
+pub const FONT: &str = "sans-serif";
+
+/// Colours that stay apart when printed and for most colour-blind readers (Tableau 10).
+pub const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+];
+
+const FONT_PATHS: [&str; 5] = [
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+    "/usr/share/fonts/truetype/noto/NotoSans-Regular.ttf",
+];
+
+/// Registers the font once per process; returns the file used.
+pub fn register_font(given: Option<&Path>) -> Result<PathBuf, ChartError> {
+    static DONE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    if let Some(p) = DONE.get() {
+        return Ok(p.clone());
+    }
+    let candidates: Vec<PathBuf> = match given {
+        Some(p) => vec![p.to_path_buf()],
+        None => FONT_PATHS.iter().map(PathBuf::from).collect(),
+    };
+    let path = candidates.iter().find(|p| p.exists()).ok_or_else(|| {
+        ChartError::NoFont(candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))
+    })?;
+    let bytes = std::fs::read(path).map_err(|_| ChartError::BadFont(path.display().to_string()))?;
+    // plotters keeps fonts for the life of the process; one leaked font file per run is that.
+    let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+    for style in [FontStyle::Normal, FontStyle::Bold] {
+        plotters::style::register_font(FONT, style, bytes).map_err(|_| ChartError::BadFont(path.display().to_string()))?;
+    }
+    Ok(DONE.get_or_init(|| path.clone()).clone())
+}
+
+pub fn colour(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// Renders every summary chart into `dir`; returns the file names written.
+pub fn render_all(dir: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) -> Result<Vec<String>, ChartError> {
+    let mut out = Vec::new();
+    let mut run = |name: &str, f: &dyn Fn(&Path) -> Draw<()>| -> Result<(), ChartError> {
+        f(&dir.join(name)).map_err(|e| ChartError::Draw(name.into(), e.to_string()))?;
+        out.push(name.to_string());
+        Ok(())
+    };
+    if ev.plan.load == crate::plan::LoadKind::Closed {
+        run("throughput.png", &|p| throughput(p, ev, views))?;
+    } else {
+        run("gradient-rate.png", &|p| gradient(p, ev, views, false))?;
+        run("gradient-p99.png", &|p| gradient(p, ev, views, true))?;
+    }
+    run("latency.png", &|p| latency(p, ev, views))?;
+    run("cpu.png", &|p| cpu(p, ev, views))?;
+    for (i, policy) in ev.plan.policies.iter().enumerate() {
+        let name = format!("pool-{policy}.png");
+        if let Some(r) = crate::timeline_chart::representative(ev, views, policy) {
+            run(&name, &|p| crate::timeline_chart::pools(p, ev, r, policy, i))?;
+        }
+    }
+    Ok(out)
+}
+
+fn throughput(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) -> Draw<()> {
+    let root = BitMapBackend::new(path, (WIDTH, 700)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let ymax = views.iter().filter_map(|v| v.stats.throughput).fold(1.0, f64::max) * 1.2;
+    let rounds = ev.plan.rounds as f64;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("Throughput per round (measured phase)", (FONT, 30))
+        .margin(20)
+        .x_label_area_size(60)
+        .y_label_area_size(90)
+        .build_cartesian_2d(0.5..rounds + 0.5, 0.0..ymax)?;
+    chart
+        .configure_mesh()
+        .x_labels(ev.plan.rounds as usize)
+        .x_label_formatter(&|x| if (x - x.round()).abs() < 0.01 { format!("{}", x.round()) } else { String::new() })
+        .x_desc("round (policies interleaved within each round)")
+        .y_desc("messages / s")
+        .label_style((FONT, 18))
+        .axis_desc_style((FONT, 20))
+        .draw()?;
+    let n = ev.plan.policies.len() as f64;
+    for (i, policy) in ev.plan.policies.iter().enumerate() {
+        let c = colour(i);
+        let dx = (i as f64 - (n - 1.0) / 2.0) * 0.06;
+        let pts: Vec<(f64, f64, bool)> = views
+            .iter()
+            .filter(|v| &v.slot.policy == policy)
+            .filter_map(|v| Some((v.slot.rep as f64 + dx, v.stats.throughput?, v.valid)))
+            .collect();
+        let valid: Vec<(f64, f64)> = pts.iter().filter(|p| p.2).map(|p| (p.0, p.1)).collect();
+        chart
+            .draw_series(LineSeries::new(valid.clone(), c.stroke_width(2)))?
+            .label(format!("{policy}"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
+        chart.draw_series(valid.iter().map(|p| Circle::new(*p, 6, c.filled())))?;
+        chart.draw_series(pts.iter().filter(|p| !p.2).map(|p| Cross::new((p.0, p.1), 9, c.stroke_width(3))))?;
+    }
+    chart
+        .configure_series_labels()
+        .label_font((FONT, 18))
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::LowerRight)
+        .draw()?;
+    root.draw(&Text::new("● valid round   ✕ invalid round (excluded)", (100, 665), (FONT, 16)))?;
+    root.present()?;
+    Ok(())
+}
+
+/// Bars of p50, p95, p99 (median over valid rounds) per policy, with min–max whiskers.
+fn latency(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) -> Draw<()> {
+    let cells = cells(ev, views);
+    let root = BitMapBackend::new(path, (WIDTH, 700)).into_drawing_area();
+    root.fill(&WHITE)?;
+    type Get = fn(&crate::stats::RoundStats) -> Option<f64>;
+    let pcts: [(&str, Get); 3] = [("p50", |s| s.p50), ("p95", |s| s.p95), ("p99", |s| s.p99)];
+    let mut bars = Vec::new();
+    for (ci, c) in cells.iter().enumerate() {
+        for (pi, (_, get)) in pcts.iter().enumerate() {
+            let vals: Vec<f64> = views.iter().filter(|v| v.valid && v.slot.policy == c.0 && v.slot.point == c.1).filter_map(|v| get(&v.stats)).collect();
+            if let Some(s) = spread(&vals) {
+                bars.push((ci, pi, s));
+            }
+        }
+    }
+    let ymax = bars.iter().map(|b| b.2 .2).fold(1.0, f64::max) * 1.15;
+    let n = cells.len();
+    let mut chart = ChartBuilder::on(&root)
+        .caption("Latency percentiles (median of valid rounds; whiskers: min–max)", (FONT, 28))
+        .margin(20)
+        .x_label_area_size(60)
+        .y_label_area_size(90)
+        .build_cartesian_2d(-0.5..n as f64 - 0.5, 0.0..ymax)?;
+    let labels: Vec<String> = cells.iter().map(|c| cell_label(ev, c)).collect();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n + 1)
+        .x_label_formatter(&|x| category(&labels, *x))
+        .x_desc("policy")
+        .y_desc("latency, ms")
+        .label_style((FONT, 18))
+        .axis_desc_style((FONT, 20))
+        .draw()?;
+    for (pi, (name, _)) in pcts.iter().enumerate() {
+        let c = colour(pi + 4);
+        let x0 = |ci: usize| ci as f64 - 0.36 + pi as f64 * 0.24;
+        let mine: Vec<&(usize, usize, (f64, f64, f64))> = bars.iter().filter(|b| b.1 == pi).collect();
+        chart
+            .draw_series(mine.iter().map(|b| Rectangle::new([(x0(b.0), 0.0), (x0(b.0) + 0.22, b.2 .0)], c.filled())))?
+            .label(*name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 18, y + 6)], c.filled()));
+        chart.draw_series(mine.iter().map(|b| {
+            let xm = x0(b.0) + 0.11;
+            PathElement::new(vec![(xm, b.2 .1), (xm, b.2 .2)], BLACK.stroke_width(2))
+        }))?;
+    }
+    chart.configure_series_labels().label_font((FONT, 18)).background_style(WHITE.mix(0.9)).border_style(BLACK).draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// Stacked bars: CPU µs per message of each process, per policy (medians of valid rounds).
+fn cpu(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) -> Draw<()> {
+    let cells = cells(ev, views);
+    let root = BitMapBackend::new(path, (WIDTH, 700)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let stacks: Vec<Vec<f64>> = cells
+        .iter()
+        .map(|c| {
+            PROCESSES
+                .iter()
+                .map(|p| {
+                    let vals: Vec<f64> = views
+                        .iter()
+                        .filter(|v| v.valid && v.slot.policy == c.0 && v.slot.point == c.1)
+                        .filter_map(|v| v.stats.cpu_us_per_msg.get(*p).copied())
+                        .collect();
+                    spread(&vals).map(|s| s.0).unwrap_or(0.0)
+                })
+                .collect()
+        })
+        .collect();
+    let ymax = stacks.iter().map(|s| s.iter().sum::<f64>()).fold(1.0, f64::max) * 1.15;
+    let n = cells.len();
+    let mut chart = ChartBuilder::on(&root)
+        .caption("CPU time per message, by process (median of valid rounds)", (FONT, 28))
+        .margin(20)
+        .x_label_area_size(60)
+        .y_label_area_size(90)
+        .right_y_label_area_size(10)
+        .build_cartesian_2d(-0.5..n as f64 - 0.5 + 0.9, 0.0..ymax)?;
+    let labels: Vec<String> = cells.iter().map(|c| cell_label(ev, c)).collect();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n + 2)
+        .x_label_formatter(&|x| category(&labels, *x))
+        .x_desc("policy")
+        .y_desc("CPU µs per message (user + system)")
+        .label_style((FONT, 18))
+        .axis_desc_style((FONT, 20))
+        .draw()?;
+    for (pi, p) in PROCESSES.iter().enumerate() {
+        let c = colour(pi);
+        let rects: Vec<Rectangle<(f64, f64)>> = stacks
+            .iter()
+            .enumerate()
+            .map(|(ci, s)| {
+                let base: f64 = s[..pi].iter().sum();
+                Rectangle::new([(ci as f64 - 0.3, base), (ci as f64 + 0.3, base + s[pi])], c.filled())
+            })
+            .collect();
+        chart
+            .draw_series(rects)?
+            .label(*p)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 18, y + 6)], c.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .label_font((FONT, 18))
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// Open loop: achieved vs target rate (with the ideal diagonal), or p99 vs target rate.
+fn gradient(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView], p99: bool) -> Draw<()> {
+    let root = BitMapBackend::new(path, (WIDTH, 700)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let xmax = ev.plan.rates.iter().copied().max().unwrap_or(1) as f64 * 1.1;
+    let secs = crate::plan::seconds(&ev.plan.duration).unwrap_or(1.0).max(0.001);
+    let y = |v: &RoundView| if p99 { v.stats.p99 } else { Some(v.stats.requests / secs) };
+    let ymax = views.iter().filter_map(y).fold(1.0, f64::max).max(if p99 { 1.0 } else { xmax }) * 1.1;
+    let (caption, ydesc) = if p99 {
+        ("p99 latency vs target rate (each round; ✕ invalid)", "p99 latency, ms")
+    } else {
+        ("Achieved vs target rate (each round; ✕ invalid; dashed: ideal)", "achieved requests / s")
+    };
+    let mut chart = ChartBuilder::on(&root)
+        .caption(caption, (FONT, 28))
+        .margin(20)
+        .x_label_area_size(60)
+        .y_label_area_size(90)
+        .build_cartesian_2d(0.0..xmax, 0.0..ymax)?;
+    chart
+        .configure_mesh()
+        .x_desc("target requests / s")
+        .y_desc(ydesc)
+        .label_style((FONT, 18))
+        .axis_desc_style((FONT, 20))
+        .draw()?;
+    if !p99 {
+        chart.draw_series(DashedLineSeries::new(vec![(0.0, 0.0), (xmax, xmax)], 10, 6, BLACK.stroke_width(1)))?;
+    }
+    for (i, policy) in ev.plan.policies.iter().enumerate() {
+        let c = colour(i);
+        let mine: Vec<&RoundView> = views.iter().filter(|v| &v.slot.policy == policy).collect();
+        let mut line: Vec<(f64, f64)> = ev
+            .plan
+            .rates
+            .iter()
+            .filter_map(|&r| {
+                let vals: Vec<f64> = mine.iter().filter(|v| v.valid && v.slot.point == r).filter_map(|v| y(v)).collect();
+                spread(&vals).map(|s| (r as f64, s.0))
+            })
+            .collect();
+        line.sort_by(|a, b| a.0.total_cmp(&b.0));
+        chart
+            .draw_series(LineSeries::new(line, c.stroke_width(2)))?
+            .label(policy.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
+        chart.draw_series(mine.iter().filter_map(|v| {
+            let p = (v.slot.point as f64, y(v)?);
+            Some(if v.valid {
+                EmptyElement::at(p) + Circle::new((0, 0), 5, c.filled())
+            } else {
+                EmptyElement::at(p) + Circle::new((0, 0), 0, c.filled())
+            })
+        }))?;
+        chart.draw_series(mine.iter().filter(|v| !v.valid).filter_map(|v| Some(Cross::new((v.slot.point as f64, y(v)?), 9, c.stroke_width(3)))))?;
+    }
+    chart.configure_series_labels().label_font((FONT, 18)).background_style(WHITE.mix(0.9)).border_style(BLACK).position(SeriesLabelPosition::UpperLeft).draw()?;
+    root.present()?;
+    Ok(())
+}
+
+fn cell_label(ev: &crate::evidence::Evidence, c: &(String, u32)) -> String {
+    if ev.plan.points().len() > 1 {
+        format!("{} @{}", c.0, c.1)
+    } else {
+        c.0.clone()
+    }
+}
+
+/// An x tick's label on a category axis (categories at 0, 1, 2, ...).
+fn category(labels: &[String], x: f64) -> String {
+    let i = x.round();
+    if (x - i).abs() > 0.01 || i < 0.0 {
+        return String::new();
+    }
+    labels.get(i as usize).cloned().unwrap_or_default()
+}

@@ -1,0 +1,234 @@
+//! The command line. `experiment [FLAGS]` (or `experiment run [FLAGS]`) runs a plan;
+//! `experiment report DIR` re-renders a finished run's report and charts from its evidence.
+//!
+//! Plan flags override the plan file (`--plan`), which overrides the seed's protocol (the
+//! defaults). Everything that is not the plan (where binaries are, which ports) is kept apart,
+//! so `plan.toml` in the evidence is exactly what decides the numbers.
+//!
+//! Exit codes: 0 every round valid · 1 a round invalid (see report.md) · 2 bad plan or flags ·
+//! 3 could not run (stack, build, lock, k6, evidence folder).
+
+use crate::plan::{Fault, LoadKind, Plan};
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(
+    name = "experiment",
+    about = "Run the seed's write-policy experiment: interleaved rounds of fresh processes, gates, evidence, report and charts",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub cmd: Option<Cmd>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Subcommand)]
+pub enum Cmd {
+    /// Run a plan (what `experiment` without a subcommand does).
+    Run(RunArgs),
+    /// Re-render report.md, verdicts.json and the charts from an evidence folder alone.
+    Report {
+        /// The evidence folder of a run (holds plan.toml and rounds/).
+        dir: PathBuf,
+        /// TrueType font for the charts' text (default: DejaVu Sans or Liberation Sans from the system).
+        #[arg(long, env = "EXPERIMENT_FONT")]
+        font: Option<PathBuf>,
+    },
+}
+
+#[derive(Args, Clone, Debug, Default)]
+pub struct RunArgs {
+    /// A plan file (TOML, the format of an evidence folder's plan.toml); flags override it.
+    #[arg(long, env = "EXPERIMENT_PLAN")]
+    pub plan: Option<PathBuf>,
+    /// Write policies, comma separated: A, B, C (the seed's, with its shared pool 12/24/1000/caller-runs),
+    /// A-per-store, B-per-store, C-per-store, default (the writer's defaults), or a [policy.NAME] of the plan.
+    #[arg(long, value_delimiter = ',')]
+    pub policies: Option<Vec<String>>,
+    /// Rounds: each policy runs this many times, interleaved (A B C, A B C, ...).
+    #[arg(long)]
+    pub rounds: Option<u32>,
+    /// Closed loop (fixed VUs, the seed's) or open loop (fixed arrival rates, see --rates).
+    #[arg(long, value_enum)]
+    pub load: Option<LoadKind>,
+    /// Closed loop: virtual users.
+    #[arg(long)]
+    pub vus: Option<u32>,
+    /// Open loop: target requests per second, comma separated; several make a gradient.
+    #[arg(long, value_delimiter = ',')]
+    pub rates: Option<Vec<u32>>,
+    /// Open loop: most VUs k6 may use to hold a rate.
+    #[arg(long)]
+    pub max_vus: Option<u32>,
+    /// The measured phase (k6 duration: 60s, 2m).
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Warm-up before the measured phase, ROUNDSxDURATION (3x10s) or 0.
+    #[arg(long)]
+    pub warmup: Option<String>,
+    /// Shuffle the policy order within each round with this seed.
+    #[arg(long)]
+    pub shuffle_seed: Option<u64>,
+    /// Extra writer flags for every policy, one string (split at spaces).
+    #[arg(long, allow_hyphen_values = true)]
+    pub writer_args: Option<String>,
+    /// Ingest flags for every round, one string (split at spaces).
+    #[arg(long, allow_hyphen_values = true)]
+    pub ingest_args: Option<String>,
+    /// Longest wait for the pipeline to drain before reconcile, in seconds.
+    #[arg(long)]
+    pub drain_timeout: Option<u64>,
+    /// Gate: highest k6 error rate of a valid round (0.001 = 0.1 %).
+    #[arg(long)]
+    pub max_error_rate: Option<f64>,
+    /// Gate (open loop): lowest achieved/target rate of a valid round.
+    #[arg(long)]
+    pub min_rate_ratio: Option<f64>,
+    /// Gate (open loop): most dropped iterations, as a share of the planned ones.
+    #[arg(long)]
+    pub max_dropped_ratio: Option<f64>,
+    /// Gate: highest p99 latency of a valid round, in ms (none by default).
+    #[arg(long)]
+    pub max_p99_ms: Option<f64>,
+    /// Gate: a median latency below this (ms) with non-202 answers means a dead app.
+    #[arg(long)]
+    pub fast_error_ms: Option<f64>,
+    /// A deliberate fault, ROUND:KIND (round counted 1.. in run order; KIND kill-writer or
+    /// restart-writer), to check that the gates catch it. Repeatable.
+    #[arg(long = "fault")]
+    pub faults: Vec<Fault>,
+
+    /// Evidence folder (default k6/out/experiment-<time>).
+    #[arg(long, env = "EXPERIMENT_OUT")]
+    pub out: Option<PathBuf>,
+    /// Binaries to build and use: release (for figures) or debug (quick checks).
+    #[arg(long, env = "PROFILE", default_value = "release", value_parser = ["release", "debug"])]
+    pub profile: String,
+    /// Do not build; use the binaries already in --bin-dir (or target/<profile>).
+    #[arg(long)]
+    pub no_build: bool,
+    /// Do not run `scripts/stack up` first (the servers are already up, or not native).
+    #[arg(long)]
+    pub no_stack: bool,
+    /// Folder with the writer, ingest and reconcile binaries (default target/<profile>).
+    #[arg(long, env = "PIPELINE_BIN_DIR")]
+    pub bin_dir: Option<PathBuf>,
+    /// The k6 binary (default: the stack's venv under $PIPELINE_CACHE).
+    #[arg(long, env = "K6_BIN")]
+    pub k6: Option<PathBuf>,
+    /// The checkout (default: found upwards from the current folder).
+    #[arg(long, env = "PIPELINE_ROOT")]
+    pub root: Option<PathBuf>,
+    /// Where each round's ingest listens.
+    #[arg(long, env = "EXPERIMENT_INGEST_LISTEN", default_value = "127.0.0.1:8080")]
+    pub ingest_listen: String,
+    /// Where each round's writer serves /metrics and /healthz.
+    #[arg(long, env = "EXPERIMENT_WRITER_METRICS_ADDR", default_value = "127.0.0.1:9464")]
+    pub writer_metrics_addr: String,
+    /// Lock file held for the whole run, so load runs never overlap on this machine (scripts/chaos
+    /// takes the same one). Default $PIPELINE_CACHE/chaos.lock.
+    #[arg(long, env = "EXPERIMENT_LOCK")]
+    pub lock: Option<PathBuf>,
+    /// Longest wait for the lock, in seconds.
+    #[arg(long, env = "EXPERIMENT_LOCK_WAIT", default_value_t = 1800)]
+    pub lock_wait: u64,
+    /// TrueType font for the charts' text (default: DejaVu Sans or Liberation Sans from the system).
+    #[arg(long, env = "EXPERIMENT_FONT")]
+    pub font: Option<PathBuf>,
+}
+
+fn words(s: &str) -> Vec<String> {
+    s.split_whitespace().map(str::to_string).collect()
+}
+
+impl RunArgs {
+    /// The plan: the seed's protocol, then the plan file, then the flags.
+    pub fn plan(&self, file: Option<&str>) -> Result<Plan, crate::plan::PlanError> {
+        let mut p = match file {
+            Some(text) => Plan::from_toml(text)?,
+            None => Plan::default(),
+        };
+        macro_rules! set {
+            ($field:ident) => {
+                if let Some(v) = &self.$field {
+                    p.$field = v.clone();
+                }
+            };
+        }
+        set!(policies);
+        set!(rounds);
+        set!(load);
+        set!(vus);
+        set!(rates);
+        set!(max_vus);
+        set!(duration);
+        set!(warmup);
+        if self.shuffle_seed.is_some() {
+            p.shuffle_seed = self.shuffle_seed;
+        }
+        if let Some(w) = &self.writer_args {
+            p.writer_args = words(w);
+        }
+        if let Some(w) = &self.ingest_args {
+            p.ingest_args = words(w);
+        }
+        if let Some(v) = self.drain_timeout {
+            p.drain_timeout_s = v;
+        }
+        if let Some(v) = self.max_error_rate {
+            p.gates.max_error_rate = v;
+        }
+        if let Some(v) = self.min_rate_ratio {
+            p.gates.min_rate_ratio = v;
+        }
+        if let Some(v) = self.max_dropped_ratio {
+            p.gates.max_dropped_ratio = v;
+        }
+        if self.max_p99_ms.is_some() {
+            p.gates.max_p99_ms = self.max_p99_ms;
+        }
+        if let Some(v) = self.fast_error_ms {
+            p.gates.fast_error_ms = v;
+        }
+        if !self.faults.is_empty() {
+            p.faults = self.faults.clone();
+        }
+        if self.rates.is_some() && self.load.is_none() {
+            p.load = LoadKind::Open;
+        }
+        Ok(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_flag_has_help_text() {
+        let cmd = Cli::command();
+        let bare = pipeline_testkit::flags_without_help(&cmd);
+        assert!(bare.is_empty(), "flags without help: {bare:?}");
+        for sub in cmd.get_subcommands() {
+            let bare = pipeline_testkit::flags_without_help(sub);
+            assert!(bare.is_empty(), "{}: flags without help: {bare:?}", sub.get_name());
+        }
+    }
+
+    #[test]
+    fn flags_override_the_seed_protocol() {
+        let cli = Cli::parse_from(["experiment", "--policies", "A,C", "--rounds", "1", "--fault", "2:kill-writer"]);
+        let plan = cli.run.plan(None).expect("plan");
+        assert_eq!(plan.policies, ["A", "C"]);
+        assert_eq!(plan.rounds, 1);
+        assert_eq!(plan.vus, 250);
+        assert_eq!(plan.faults.len(), 1);
+        let cli = Cli::parse_from(["experiment", "--policies", "C", "--rates", "100,200"]);
+        assert_eq!(cli.run.plan(None).expect("plan").load, LoadKind::Open);
+        assert!(matches!(Cli::parse_from(["experiment", "report", "x"]).cmd, Some(Cmd::Report { .. })));
+    }
+}

@@ -1,0 +1,217 @@
+//! The gates: what makes a round's numbers untrustworthy. A round that fails one is kept in the
+//! evidence, listed with the reason, and left out of every median.
+//!
+//! Each gate guards against one way the seed's own first results were wrong, or could have been:
+//! errors counted as throughput, a stale process measured twice, a store that did not get what
+//! was acknowledged, a load generator that could not keep up.
+
+use crate::evidence::RoundEvidence;
+use crate::plan::{LoadKind, Plan};
+use crate::stats::RoundStats;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    /// Worth a reader's attention; the round still counts.
+    Warn,
+    Fail,
+}
+
+#[derive(Debug, Clone)]
+pub struct Gate {
+    pub name: &'static str,
+    pub verdict: Verdict,
+    pub detail: String,
+}
+
+fn gate(name: &'static str, ok: bool, detail: String) -> Gate {
+    Gate { name, verdict: if ok { Verdict::Pass } else { Verdict::Fail }, detail }
+}
+
+pub fn valid(gates: &[Gate]) -> bool {
+    gates.iter().all(|g| g.verdict != Verdict::Fail)
+}
+
+/// The failing gates' details, for a one-line reason.
+pub fn reasons(gates: &[Gate]) -> String {
+    gates.iter().filter(|g| g.verdict == Verdict::Fail).map(|g| format!("{}: {}", g.name, g.detail)).collect::<Vec<_>>().join("; ")
+}
+
+/// Boot ids seen in each round (start ids), so a repeat across rounds is caught.
+pub fn boot_owners(rounds: &[RoundEvidence]) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for r in rounds {
+        for id in [&r.record.boots.writer_start, &r.record.boots.ingest_start].into_iter().flatten() {
+            out.entry(id.clone()).or_default().push(r.name.clone());
+        }
+    }
+    out
+}
+
+pub fn evaluate(plan: &Plan, r: &RoundEvidence, s: &RoundStats, owners: &BTreeMap<String, Vec<String>>) -> Vec<Gate> {
+    let g = &plan.gates;
+    let mut out = Vec::new();
+    if let Some(e) = &r.record.setup_error {
+        out.push(gate("setup", false, e.clone()));
+    }
+    if let Some(f) = &r.record.fault {
+        out.push(Gate { name: "fault", verdict: Verdict::Warn, detail: format!("injected at {:.0} s: {}", f.at_s, f.detail) });
+    }
+    out.push(k6_errors(r, s, g.max_error_rate));
+    if let Some(fast) = fast_errors(r, s, g.fast_error_ms) {
+        out.push(fast);
+    }
+    if r.record.setup_error.is_none() || r.record.boots.writer_start.is_some() {
+        out.push(boot_ids(r, owners));
+    }
+    if r.record.k6.is_some() {
+        out.push(reconcile(r));
+    }
+    if plan.load == LoadKind::Open && r.summary.is_some() {
+        let target = f64::from(r.record.slot.as_ref().map(|x| x.point).unwrap_or(0));
+        let achieved = s.requests / crate::plan::seconds(&plan.duration).unwrap_or(1.0).max(0.001);
+        let ratio = if target > 0.0 { achieved / target } else { 0.0 };
+        out.push(gate(
+            "rate",
+            ratio >= g.min_rate_ratio,
+            format!("{achieved:.0}/s of {target:.0}/s = {:.1} % (needs ≥ {:.0} %)", ratio * 100.0, g.min_rate_ratio * 100.0),
+        ));
+        let planned = target * crate::plan::seconds(&plan.duration).unwrap_or(0.0);
+        let share = if planned > 0.0 { s.dropped / planned } else { 0.0 };
+        out.push(gate(
+            "dropped",
+            share <= g.max_dropped_ratio,
+            format!("{} dropped iterations = {:.2} % (at most {:.0} %)", s.dropped, share * 100.0, g.max_dropped_ratio * 100.0),
+        ));
+    }
+    if let (Some(max), Some(p99)) = (g.max_p99_ms, s.p99) {
+        out.push(gate("p99", p99 <= max, format!("p99 {p99:.1} ms (at most {max:.0} ms)")));
+    }
+    let mut suspect = Vec::new();
+    if let Some(c) = s.k6_cores.filter(|c| *c > g.k6_cpu_warn) {
+        suspect.push(format!("k6 used {:.0} % of a core in the measured phase", c * 100.0));
+    }
+    if s.dropped > 0.0 {
+        suspect.push(format!("k6 dropped {} iterations", s.dropped));
+    }
+    out.push(Gate {
+        name: "load-generator",
+        verdict: if suspect.is_empty() { Verdict::Pass } else { Verdict::Warn },
+        detail: if suspect.is_empty() {
+            match s.k6_cores {
+                Some(c) => format!("k6 used {:.0} % of a core, dropped nothing", c * 100.0),
+                None => "k6's CPU was not sampled".into(),
+            }
+        } else {
+            suspect.join("; ") + ": the load generator may be the bottleneck"
+        },
+    });
+    out
+}
+
+fn k6_errors(r: &RoundEvidence, s: &RoundStats, max: f64) -> Gate {
+    let Some(rate) = s.error_rate else {
+        let code = r.record.k6.as_ref().and_then(|k| k.exit_code);
+        return gate("k6-errors", false, format!("no k6 summary (k6 exit {code:?})"));
+    };
+    let non: Vec<String> = s.non_202.iter().map(|(k, v)| format!("{k}×{v}")).collect();
+    gate(
+        "k6-errors",
+        rate < max,
+        format!(
+            "{:.3} % of {} measured requests not 202{} (must be < {} %)",
+            rate * 100.0,
+            s.requests,
+            if non.is_empty() { String::new() } else { format!(" ({})", non.join(", ")) },
+            max * 100.0
+        ),
+    )
+}
+
+/// The seed's "hit the air": a dead app answers errors fast, which looks like great throughput.
+fn fast_errors(r: &RoundEvidence, s: &RoundStats, fast_ms: f64) -> Option<Gate> {
+    r.summary.as_ref()?;
+    let p50 = s.p50?;
+    let bad = !s.non_202.is_empty() && p50 < fast_ms;
+    Some(gate(
+        "fast-errors",
+        !bad,
+        if bad {
+            format!("median {p50:.3} ms with non-202 answers: errors were measured, not the pipeline")
+        } else {
+            format!("median {p50:.1} ms")
+        },
+    ))
+}
+
+fn boot_ids(r: &RoundEvidence, owners: &BTreeMap<String, Vec<String>>) -> Gate {
+    let b = &r.record.boots;
+    let mut bad = Vec::new();
+    for (who, start, end) in [("writer", &b.writer_start, &b.writer_end), ("ingest", &b.ingest_start, &b.ingest_end)] {
+        match (start, end) {
+            (None, _) => bad.push(format!("{who}: no boot id at the start")),
+            (Some(s), Some(e)) if s != e => bad.push(format!("{who}: boot id {s} at the start, {e} at the end")),
+            (Some(_), None) => bad.push(format!("{who}: not checked at the end")),
+            _ => {}
+        }
+        if let Some(s) = start {
+            let seen: Vec<&String> = owners.get(s).into_iter().flatten().filter(|n| **n != r.name).collect();
+            if !seen.is_empty() {
+                bad.push(format!("{who}: boot id {s} also in round {:?} (not a fresh process)", seen));
+            }
+        }
+    }
+    if let Some(sum) = &r.summary {
+        if sum.get("boot_id_changed").and_then(Value::as_bool) == Some(true) {
+            bad.push("k6 saw the ingest's boot id change".into());
+        }
+        let k6_saw = sum.get("boot_id_start").and_then(Value::as_str);
+        if k6_saw.is_some() && k6_saw != b.ingest_start.as_deref() {
+            bad.push(format!("k6 loaded ingest {k6_saw:?}, not the one started ({:?})", b.ingest_start));
+        }
+    }
+    let ok = bad.is_empty();
+    gate("boot-ids", ok, if ok { "fresh writer and ingest, unchanged to the end".into() } else { bad.join("; ") })
+}
+
+fn reconcile(r: &RoundEvidence) -> Gate {
+    let code = r.record.reconcile_exit;
+    let Some(v) = &r.reconcile else {
+        return gate("reconcile", false, format!("no JSON answer (exit {code:?}; see reconcile.log)"));
+    };
+    if v.get("drained").and_then(Value::as_bool) == Some(false) {
+        let lag: Vec<String> = v
+            .get("lagging")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|p| format!("p{} {}/{}", p["partition"], p["committed"], p["high"]))
+            .collect();
+        return gate("reconcile", false, format!("not drained (lagging partitions: {})", lag.join(", ")));
+    }
+    if let Some(e) = v.get("error").and_then(Value::as_str) {
+        return gate("reconcile", false, format!("{e}: {}", v.get("detail").and_then(Value::as_str).unwrap_or("")));
+    }
+    let level = v.get("check").and_then(Value::as_str).unwrap_or("?");
+    let clean = v.get("clean").and_then(Value::as_bool) == Some(true);
+    let failing: Vec<String> = v
+        .get("classes")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter(|(_, c)| c["failure"].as_bool() == Some(true) && c["total"].as_u64().unwrap_or(0) > 0)
+        .map(|(k, c)| format!("{k} {}", c["total"]))
+        .collect();
+    let ok = code == Some(0) && clean && level == "ids";
+    let detail = if ok {
+        let stored = v.pointer("/expected/accepted").map(|x| x.to_string()).unwrap_or_default();
+        format!("exact at id level ({stored} accepted ids in all four stores)")
+    } else if level != "ids" {
+        format!("checked at level `{level}`, not ids (exit {code:?})")
+    } else {
+        format!("MISMATCH at id level: {} (exit {code:?})", failing.join(", "))
+    };
+    gate("reconcile", ok, detail)
+}

@@ -1,0 +1,140 @@
+//! One k6 run of a round: the closed loop (`k6/closed-loop.js`, warm-up rounds then the measured
+//! phase) or the open loop (`k6/open-loop.js` at one rate), with the id log on, so reconcile can
+//! check the stores id by id against what k6 saw accepted.
+
+use crate::plan::{LoadKind, Plan};
+use crate::sampler::Sampler;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, thiserror::Error)]
+pub enum K6Error {
+    #[error("cannot start k6 ({0}): {1}")]
+    Spawn(String, std::io::Error),
+    #[error("k6 log {0}: {1}")]
+    Log(String, std::io::Error),
+}
+
+/// What the round records about its k6 run (times in seconds since the round's start).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct K6Run {
+    pub command: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub exit_code: Option<i32>,
+    pub started_s: f64,
+    /// When the scenarios began (k6's setup wrote the id log's first line).
+    pub scenarios_s: Option<f64>,
+    /// Start of the measured phase: scenarios start + the warm-up rounds and their gaps.
+    pub measured_s: f64,
+    pub ended_s: f64,
+}
+
+pub struct K6Job<'a> {
+    pub k6: &'a Path,
+    pub root: &'a Path,
+    pub dir: &'a Path,
+    pub ingest_url: &'a str,
+    pub plan: &'a Plan,
+    /// VUs (closed) or the rate (open).
+    pub point: u32,
+    pub run_id: String,
+}
+
+/// The summary and id log paths of a round.
+pub fn summary_path(dir: &Path) -> PathBuf {
+    dir.join("k6-summary.json")
+}
+
+pub fn ids_path(dir: &Path) -> PathBuf {
+    dir.join("k6-ids.log")
+}
+
+/// Seconds from the scenarios' start to the measured phase, as the scripts lay them out
+/// (closed-loop.js: rounds 1 s apart, the measured phase 5 s after the last; open-loop.js the same).
+pub fn measured_offset(plan: &Plan) -> f64 {
+    let (n, d) = crate::plan::warmup(&plan.warmup).unwrap_or((0, "0s".into()));
+    let secs = crate::plan::seconds(&d).unwrap_or(0.0);
+    if n == 0 {
+        0.0
+    } else {
+        f64::from(n) * (secs + 1.0) + 5.0
+    }
+}
+
+/// Runs k6 to its end; its pid is sampled meanwhile as `k6`.
+pub async fn run(job: &K6Job<'_>, t0: Instant, sampler: &Sampler) -> Result<K6Run, K6Error> {
+    let script = match job.plan.load {
+        LoadKind::Closed => "k6/closed-loop.js",
+        LoadKind::Open => "k6/open-loop.js",
+    };
+    let (rounds, each) = crate::plan::warmup(&job.plan.warmup).unwrap_or((0, "0s".into()));
+    let summary = summary_path(job.dir);
+    let ids = ids_path(job.dir);
+    let _ = std::fs::remove_file(&summary);
+    let _ = std::fs::remove_file(&ids);
+    let mut env: Vec<(String, String)> = vec![
+        ("INGEST_URL".into(), job.ingest_url.into()),
+        ("DURATION".into(), job.plan.duration.clone()),
+        ("WARMUP_ROUNDS".into(), rounds.to_string()),
+        ("WARMUP".into(), each),
+        ("SUMMARY_FILE".into(), summary.display().to_string()),
+        ("K6_CONSOLE_OUTPUT".into(), ids.display().to_string()),
+        ("K6_LOG_FORMAT".into(), "raw".into()),
+        ("K6_NO_USAGE_REPORT".into(), "true".into()),
+        ("RUN_ID".into(), job.run_id.clone()),
+    ];
+    match job.plan.load {
+        LoadKind::Closed => env.push(("VUS".into(), job.point.to_string())),
+        LoadKind::Open => {
+            env.push(("RATE".into(), job.point.to_string()));
+            env.push(("MAX_VUS".into(), job.plan.max_vus.to_string()));
+            env.push(("PRE_VUS".into(), job.plan.max_vus.min(job.point.max(10)).to_string()));
+        }
+    }
+    let args = vec!["run".to_string(), "-q".to_string(), script.to_string()];
+    let log_path = job.dir.join("k6.log");
+    let log = std::fs::File::create(&log_path).map_err(|e| K6Error::Log(log_path.display().to_string(), e))?;
+    let err = log.try_clone().map_err(|e| K6Error::Log(log_path.display().to_string(), e))?;
+    let started_s = t0.elapsed().as_secs_f64();
+    let mut child = tokio::process::Command::new(job.k6)
+        .args(&args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .current_dir(job.root)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(err)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| K6Error::Spawn(job.k6.display().to_string(), e))?;
+    if let Some(pid) = child.id() {
+        sampler.add_proc("k6", pid);
+    }
+    // Watch the id log appear (setup's first line): that is when the scenarios start. A stat
+    // every 100 ms until then; after that only the wait.
+    let mut scenarios_s = None;
+    let status = loop {
+        tokio::select! {
+            st = child.wait() => break st.ok(),
+            _ = tokio::time::sleep(Duration::from_millis(100)), if scenarios_s.is_none() => {
+                if std::fs::metadata(&ids).map(|m| m.len() > 0).unwrap_or(false) {
+                    scenarios_s = Some(t0.elapsed().as_secs_f64());
+                }
+            }
+        }
+    };
+    let ended_s = t0.elapsed().as_secs_f64();
+    let start = scenarios_s.unwrap_or(started_s + 1.0);
+    let mut command = vec![job.k6.display().to_string()];
+    command.extend(args);
+    Ok(K6Run {
+        command,
+        env,
+        exit_code: status.and_then(|s| s.code()),
+        started_s,
+        scenarios_s,
+        measured_s: start + measured_offset(job.plan),
+        ended_s,
+    })
+}

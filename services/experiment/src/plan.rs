@@ -1,0 +1,384 @@
+//! The plan of an experiment: which write policies, how many rounds, what load, which gate
+//! thresholds and which deliberate faults. It comes from flags or a TOML file and is written back
+//! whole as `plan.toml` into the evidence, so a run can be repeated exactly and audited later.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The seed's shared pool: core 12, max 24, queue 1,000, CallerRunsPolicy.
+pub const SEED_POOL: &str = "12/24/1000/caller-runs";
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("duration `{0}` is not like 60s, 500ms, 2m or 1m30s")]
+    Duration(String),
+    #[error("warm-up `{0}` is not like 3x10s (rounds x duration), 10s or 0")]
+    Warmup(String),
+    #[error("unknown policy `{0}`: built in are {1}; others are defined in the plan's [policy.NAME] tables")]
+    UnknownPolicy(String, String),
+    #[error("the open loop needs --rates (requests per second), e.g. --rates 500,1000")]
+    NoRates,
+    #[error("fault `{0}` is not ROUND:KIND with KIND kill-writer or restart-writer")]
+    Fault(String),
+    #[error("fault names round {0}, but the plan has {1} rounds in all")]
+    FaultRound(u32, u32),
+    #[error("the plan needs at least one policy and one round")]
+    Empty,
+    #[error("cannot read the plan: {0}")]
+    Toml(#[from] toml::de::Error),
+}
+
+/// Closed loop (a fixed number of virtual users, the seed's load) or open loop (a fixed arrival
+/// rate, free of coordinated omission; a list of rates makes a gradient).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoadKind {
+    Closed,
+    Open,
+}
+
+/// A deliberate fault in one round, to prove that the gates catch what they claim to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// SIGKILL the writer halfway through the measured phase and leave it dead.
+    KillWriter,
+    /// SIGKILL the writer halfway through and start a new one (a new boot id within the round).
+    RestartWriter,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fault {
+    /// The round, counted 1.. across the whole experiment in the order the rounds run.
+    pub round: u32,
+    pub kind: FaultKind,
+}
+
+impl std::str::FromStr for Fault {
+    type Err = PlanError;
+    fn from_str(s: &str) -> Result<Fault, PlanError> {
+        let bad = || PlanError::Fault(s.to_string());
+        let (n, kind) = s.split_once(':').ok_or_else(bad)?;
+        let round = n.trim().parse().map_err(|_| bad())?;
+        let kind = match kind.trim() {
+            "kill-writer" => FaultKind::KillWriter,
+            "restart-writer" => FaultKind::RestartWriter,
+            _ => return Err(bad()),
+        };
+        Ok(Fault { round, kind })
+    }
+}
+
+/// What makes a round invalid. Defaults are the issue's: < 0.1 % errors, ≥ 95 % of the target
+/// rate, ≤ 1 % dropped iterations; "fast errors" as in k6/lib/summary.js.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Gates {
+    pub max_error_rate: f64,
+    pub min_rate_ratio: f64,
+    pub max_dropped_ratio: f64,
+    /// p99 latency limit in ms; none by default (a closed loop's p99 only says how full it is).
+    pub max_p99_ms: Option<f64>,
+    /// A median latency below this, with non-202 answers, means a dead app answering errors.
+    pub fast_error_ms: f64,
+    /// Share of one core above which k6 itself is suspected (a warning, not an invalid round).
+    pub k6_cpu_warn: f64,
+}
+
+impl Default for Gates {
+    fn default() -> Gates {
+        Gates {
+            max_error_rate: 0.001,
+            min_rate_ratio: 0.95,
+            max_dropped_ratio: 0.01,
+            max_p99_ms: None,
+            fast_error_ms: 0.3,
+            k6_cpu_warn: 0.8,
+        }
+    }
+}
+
+/// A write policy: a name and the writer flags that make it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyDef {
+    pub writer_args: Vec<String>,
+    #[serde(default)]
+    pub about: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Plan {
+    /// Policy names, in the order each round runs them.
+    pub policies: Vec<String>,
+    pub rounds: u32,
+    pub load: LoadKind,
+    /// Closed loop: virtual users.
+    pub vus: u32,
+    /// Open loop: target requests per second, one load point each.
+    pub rates: Vec<u32>,
+    /// Open loop: most virtual users k6 may use to keep the rate.
+    pub max_vus: u32,
+    /// The measured phase, as k6 takes it (`60s`).
+    pub duration: String,
+    /// Warm-up rounds × length (`3x10s`), run by k6 before the measured phase; `0` for none.
+    pub warmup: String,
+    /// Shuffle the policy order of each round with this seed (interleaved A B C otherwise).
+    pub shuffle_seed: Option<u64>,
+    /// Flags added to every policy's writer command.
+    pub writer_args: Vec<String>,
+    /// Flags of every ingest.
+    pub ingest_args: Vec<String>,
+    /// Longest wait for the pipeline to drain before reconcile gives up, in seconds.
+    pub drain_timeout_s: u64,
+    pub gates: Gates,
+    pub faults: Vec<Fault>,
+    /// Policies beyond the built-in ones.
+    pub policy: BTreeMap<String, PolicyDef>,
+}
+
+impl Default for Plan {
+    /// The seed's protocol: A, B, C with the seed's pool, 3 rounds, 250 VUs × 60 s after 3 × 10 s.
+    fn default() -> Plan {
+        Plan {
+            policies: vec!["A".into(), "B".into(), "C".into()],
+            rounds: 3,
+            load: LoadKind::Closed,
+            vus: 250,
+            rates: Vec::new(),
+            max_vus: 500,
+            duration: "60s".into(),
+            warmup: "3x10s".into(),
+            shuffle_seed: None,
+            writer_args: Vec::new(),
+            ingest_args: Vec::new(),
+            drain_timeout_s: 120,
+            gates: Gates::default(),
+            faults: Vec::new(),
+            policy: BTreeMap::new(),
+        }
+    }
+}
+
+/// The built-in policies: the seed's A/B/C with its shared pool, the same with per-store pools,
+/// and `default` (the writer's own defaults, which `scripts/run` uses with its WRITER_ARGS).
+pub fn builtin(name: &str) -> Option<PolicyDef> {
+    let (sync, about) = match name.trim_end_matches("-per-store") {
+        "A" => ("es", "A: Elasticsearch on the consumer, the rest through the pool"),
+        "B" => ("none", "B: all four through the pool"),
+        "C" => ("mysql", "C: MySQL on the consumer, the rest through the pool"),
+        "default" if name == "default" => {
+            return Some(PolicyDef { writer_args: Vec::new(), about: "the writer's defaults (plus writer_args)".into() })
+        }
+        _ => return None,
+    };
+    let args: Vec<String> = if name.ends_with("-per-store") {
+        vec!["--sync-stores".into(), sync.into(), "--pool".into(), "per-store".into()]
+    } else {
+        vec!["--sync-stores".into(), sync.into(), "--pool".into(), "shared".into(), "--pool-shared".into(), SEED_POOL.into()]
+    };
+    let pool = if name.ends_with("-per-store") { "per-store pools" } else { "the seed's shared pool" };
+    Some(PolicyDef { writer_args: args, about: format!("{about}; {pool}") })
+}
+
+pub const BUILTIN_NAMES: &str = "A, B, C (seed's shared pool), A-per-store, B-per-store, C-per-store, default";
+
+/// Seconds in a k6-style duration: `60s`, `500ms`, `2m`, `1m30s`, or a bare number of seconds.
+pub fn seconds(text: &str) -> Result<f64, PlanError> {
+    let t = text.trim();
+    if let Ok(v) = t.parse::<f64>() {
+        return Ok(v);
+    }
+    let bad = || PlanError::Duration(text.to_string());
+    let (mut total, mut num) = (0.0, String::new());
+    let mut chars = t.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() || c == '.' {
+            num.push(c);
+            continue;
+        }
+        let unit = match (c, chars.peek()) {
+            ('m', Some('s')) => {
+                chars.next();
+                0.001
+            }
+            ('s', _) => 1.0,
+            ('m', _) => 60.0,
+            ('h', _) => 3600.0,
+            _ => return Err(bad()),
+        };
+        total += num.parse::<f64>().map_err(|_| bad())? * unit;
+        num.clear();
+    }
+    if !num.is_empty() {
+        return Err(bad());
+    }
+    Ok(total)
+}
+
+/// `3x10s` → (3, "10s"); `10s` → (1, "10s"); `0` or `none` → (0, "0s").
+pub fn warmup(text: &str) -> Result<(u32, String), PlanError> {
+    let t = text.trim();
+    if t == "0" || t == "none" || t.is_empty() {
+        return Ok((0, "0s".into()));
+    }
+    let (n, d) = match t.split_once('x') {
+        Some((n, d)) => (n.parse::<u32>().map_err(|_| PlanError::Warmup(text.into()))?, d),
+        None => (1, t),
+    };
+    seconds(d).map_err(|_| PlanError::Warmup(text.into()))?;
+    Ok((n, d.to_string()))
+}
+
+impl Plan {
+    pub fn from_toml(text: &str) -> Result<Plan, PlanError> {
+        Ok(toml::from_str(text)?)
+    }
+
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_else(|e| format!("# plan not serialisable: {e}\n"))
+    }
+
+    /// A policy's definition: the plan's own table first, then the built-in ones.
+    pub fn policy_def(&self, name: &str) -> Result<PolicyDef, PlanError> {
+        self.policy
+            .get(name)
+            .cloned()
+            .or_else(|| builtin(name))
+            .ok_or_else(|| PlanError::UnknownPolicy(name.into(), BUILTIN_NAMES.into()))
+    }
+
+    /// Load points: the VU count for a closed loop, each rate for an open one.
+    pub fn points(&self) -> Vec<u32> {
+        match self.load {
+            LoadKind::Closed => vec![self.vus],
+            LoadKind::Open => self.rates.clone(),
+        }
+    }
+
+    pub fn total_rounds(&self) -> u32 {
+        self.rounds * self.policies.len() as u32 * self.points().len() as u32
+    }
+
+    /// Checks everything that can be checked before a server is touched.
+    pub fn validate(&self) -> Result<(), PlanError> {
+        if self.policies.is_empty() || self.rounds == 0 {
+            return Err(PlanError::Empty);
+        }
+        for p in &self.policies {
+            self.policy_def(p)?;
+        }
+        if self.load == LoadKind::Open && self.rates.is_empty() {
+            return Err(PlanError::NoRates);
+        }
+        seconds(&self.duration)?;
+        warmup(&self.warmup)?;
+        for f in &self.faults {
+            if f.round == 0 || f.round > self.total_rounds() {
+                return Err(PlanError::FaultRound(f.round, self.total_rounds()));
+            }
+        }
+        Ok(())
+    }
+
+    /// The rounds in the order they run: repetition by repetition, load point by load point, every
+    /// policy once (the seed's interleaving, A B C, A B C, ...), shuffled per repetition when a
+    /// seed is given.
+    pub fn schedule(&self) -> Vec<Slot> {
+        let mut out = Vec::new();
+        let mut rng = self.shuffle_seed.map(SplitMix);
+        for rep in 1..=self.rounds {
+            for &point in &self.points() {
+                let mut order = self.policies.clone();
+                if let Some(r) = rng.as_mut() {
+                    for i in (1..order.len()).rev() {
+                        let j = (r.next() % (i as u64 + 1)) as usize;
+                        order.swap(i, j);
+                    }
+                }
+                for policy in order {
+                    let index = out.len() as u32 + 1;
+                    let fault = self.faults.iter().find(|f| f.round == index).map(|f| f.kind);
+                    out.push(Slot { index, rep, point, policy, fault });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// One round of the schedule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Slot {
+    /// 1.. in run order across the experiment.
+    pub index: u32,
+    /// Which repetition of its policy and load point (1..=rounds).
+    pub rep: u32,
+    /// VUs (closed loop) or requests/s (open loop).
+    pub point: u32,
+    pub policy: String,
+    pub fault: Option<FaultKind>,
+}
+
+/// A tiny deterministic generator for the optional shuffle (no dependency for one shuffle).
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_warmups() {
+        assert_eq!(seconds("60s").ok(), Some(60.0));
+        assert_eq!(seconds("1m30s").ok(), Some(90.0));
+        assert_eq!(seconds("500ms").ok(), Some(0.5));
+        assert!(seconds("ten").is_err());
+        assert_eq!(warmup("3x10s").ok(), Some((3, "10s".to_string())));
+        assert_eq!(warmup("0").ok(), Some((0, "0s".to_string())));
+        assert!(warmup("ax10s").is_err());
+    }
+
+    #[test]
+    fn the_schedule_interleaves_and_numbers_faults() {
+        let plan = Plan {
+            policies: vec!["A".into(), "C".into()],
+            rounds: 2,
+            faults: vec!["3:kill-writer".parse().expect("fault")],
+            ..Plan::default()
+        };
+        plan.validate().expect("valid");
+        let s = plan.schedule();
+        let names: Vec<&str> = s.iter().map(|x| x.policy.as_str()).collect();
+        assert_eq!(names, ["A", "C", "A", "C"]);
+        assert_eq!(s[2].fault, Some(FaultKind::KillWriter));
+        assert_eq!(s[2].rep, 2);
+    }
+
+    #[test]
+    fn a_plan_survives_its_toml() {
+        let mut plan = Plan { shuffle_seed: Some(7), ..Plan::default() };
+        plan.policy.insert("X".into(), PolicyDef { writer_args: vec!["--consumers".into(), "1".into()], about: "".into() });
+        let back = Plan::from_toml(&plan.to_toml()).expect("parse");
+        assert_eq!(back, plan);
+    }
+
+    #[test]
+    fn policies_are_the_seeds() {
+        let a = builtin("A").expect("A");
+        assert_eq!(a.writer_args[..2], ["--sync-stores".to_string(), "es".to_string()]);
+        assert!(a.writer_args.contains(&SEED_POOL.to_string()));
+        assert!(builtin("C-per-store").expect("C").writer_args.contains(&"per-store".to_string()));
+        assert!(Plan { policies: vec!["Z".into()], ..Plan::default() }.validate().is_err());
+    }
+}

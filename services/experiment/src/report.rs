@@ -1,0 +1,293 @@
+//! `report.md`: every round with its gate verdicts, then per policy (valid rounds only) the
+//! median, min and max of throughput, latency, CPU per message per process and pool activity,
+//! side by side with the ratio to the best; for a gradient, the knee.
+
+use crate::evidence::Evidence;
+use crate::gates::{self, Gate, Verdict};
+use crate::plan::{LoadKind, Slot};
+use crate::stats::{self, spread, RoundStats};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// One round as the report sees it.
+pub struct RoundView {
+    pub name: String,
+    pub slot: Slot,
+    pub stats: RoundStats,
+    pub gates: Vec<Gate>,
+    pub valid: bool,
+}
+
+pub fn analyse(ev: &Evidence) -> Vec<RoundView> {
+    let owners = gates::boot_owners(&ev.rounds);
+    ev.rounds
+        .iter()
+        .map(|r| {
+            let s = stats::compute(r);
+            let g = gates::evaluate(&ev.plan, r, &s, &owners);
+            let slot = r.record.slot.clone().unwrap_or(Slot { index: 0, rep: 0, point: 0, policy: "?".into(), fault: None });
+            RoundView { name: r.name.clone(), slot, valid: gates::valid(&g), stats: s, gates: g }
+        })
+        .collect()
+}
+
+/// Process columns in a fixed order: ours, the load generator, then the servers.
+pub const PROCESSES: [&str; 8] = ["writer", "ingest", "k6", "mysql", "redis", "kafka", "mongo", "es"];
+
+fn f(v: Option<f64>, digits: usize) -> String {
+    v.map(|x| format!("{x:.digits$}")).unwrap_or_else(|| "–".into())
+}
+
+fn med_range(values: &[f64], digits: usize) -> String {
+    match spread(values) {
+        Some((m, lo, hi)) if values.len() > 1 => format!("{m:.digits$} ({lo:.digits$}–{hi:.digits$})"),
+        Some((m, _, _)) => format!("{m:.digits$}"),
+        None => "–".into(),
+    }
+}
+
+/// Policies in plan order, then load points: the cells the report compares.
+pub fn cells(ev: &Evidence, views: &[RoundView]) -> Vec<(String, u32)> {
+    let mut out = Vec::new();
+    for &point in &ev.plan.points() {
+        for p in &ev.plan.policies {
+            out.push((p.clone(), point));
+        }
+    }
+    for v in views {
+        let key = (v.slot.policy.clone(), v.slot.point);
+        if !out.contains(&key) {
+            out.push(key);
+        }
+    }
+    out
+}
+
+fn valid_of<'a>(views: &'a [RoundView], cell: &(String, u32)) -> Vec<&'a RoundView> {
+    views.iter().filter(|v| v.valid && v.slot.policy == cell.0 && v.slot.point == cell.1).collect()
+}
+
+pub fn render(ev: &Evidence, views: &[RoundView], charts: &[String]) -> String {
+    let plan = &ev.plan;
+    let mut md = String::new();
+    let name = ev.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let _ = writeln!(md, "# Experiment `{name}`\n");
+    let load = match plan.load {
+        LoadKind::Closed => format!("closed loop, {} VUs", plan.vus),
+        LoadKind::Open => format!("open loop at {:?} requests/s (≤ {} VUs)", plan.rates, plan.max_vus),
+    };
+    let _ = writeln!(
+        md,
+        "Policies {} × {} rounds, interleaved{}; {load}; measured {} after warm-up {}. Plan: `plan.toml`; machine: `env.json`.\n",
+        plan.policies.join(", "),
+        plan.rounds,
+        plan.shuffle_seed.map(|s| format!(" (shuffled, seed {s})")).unwrap_or_default(),
+        plan.duration,
+        plan.warmup
+    );
+    if let Some(env) = &ev.env {
+        let get = |k: &str| env.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_string();
+        let _ = writeln!(
+            md,
+            "Machine: {} × {} cores, kernel {}; commit `{}`; binaries `{}`.\n",
+            get("cpu_model"),
+            env.get("cores").map(|v| v.to_string()).unwrap_or_default(),
+            get("kernel"),
+            get("git_sha"),
+            get("profile")
+        );
+    }
+    let valid = views.iter().filter(|v| v.valid).count();
+    let _ = writeln!(md, "**{valid} of {} rounds valid.** Invalid rounds are listed with their reason and left out of every median.\n", views.len());
+
+    per_policy(&mut md, ev, views);
+    cpu_table(&mut md, ev, views);
+    pool_table(&mut md, ev, views);
+    if plan.load == LoadKind::Open {
+        gradient(&mut md, ev, views);
+    }
+    rounds_table(&mut md, views);
+    if !charts.is_empty() {
+        let _ = writeln!(md, "## Charts\n");
+        for c in charts {
+            let _ = writeln!(md, "![{c}]({c})\n");
+        }
+    }
+    let _ = writeln!(md, "How to read this report, and what each gate guards against: `docs/experiment.md` in the repository.");
+    md
+}
+
+fn per_policy(md: &mut String, ev: &Evidence, views: &[RoundView]) {
+    let cells = cells(ev, views);
+    let medians: Vec<Option<f64>> = cells
+        .iter()
+        .map(|c| spread(&valid_of(views, c).iter().filter_map(|v| v.stats.throughput).collect::<Vec<_>>()).map(|s| s.0))
+        .collect();
+    let _ = writeln!(md, "## Per policy (valid rounds: median, and min–max over the rounds)\n");
+    let _ = writeln!(
+        md,
+        "| policy | load | valid | messages/s | vs best | p50 ms | p95 ms | p99 ms | caller-runs | rejections | peak queue | CPU µs/msg (all processes) |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for (i, c) in cells.iter().enumerate() {
+        let vs = valid_of(views, c);
+        let all = views.iter().filter(|v| v.slot.policy == c.0 && v.slot.point == c.1).count();
+        let col = |get: &dyn Fn(&RoundStats) -> Option<f64>, d| med_range(&vs.iter().filter_map(|v| get(&v.stats)).collect::<Vec<_>>(), d);
+        let best = cells
+            .iter()
+            .zip(&medians)
+            .filter(|(o, _)| o.1 == c.1)
+            .filter_map(|(_, m)| *m)
+            .fold(f64::NAN, f64::max);
+        let ratio = medians[i].filter(|_| best.is_finite() && best > 0.0).map(|m| format!("{:.2}", m / best));
+        let _ = writeln!(
+            md,
+            "| {} | {} | {}/{all} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            c.0,
+            c.1,
+            vs.len(),
+            col(&|s| s.throughput, 0),
+            ratio.unwrap_or_else(|| "–".into()),
+            col(&|s| s.p50, 1),
+            col(&|s| s.p95, 1),
+            col(&|s| s.p99, 1),
+            col(&|s| Some(s.caller_runs()), 0),
+            col(&|s| Some(s.rejected()), 0),
+            col(&|s| Some(s.pools.values().map(|p| p.peak_queue).fold(0.0, f64::max)), 0),
+            col(&|s| s.cpu_total(), 0),
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\n*load*: VUs (closed loop) or target requests/s (open loop). *vs best*: median throughput over the best policy's median at the same load. *caller-runs*, *rejections*: counted over the measured phase, all pools. *peak queue*: the deepest any pool's queue got (the writer's own peak gauge).\n"
+    );
+}
+
+fn cpu_table(md: &mut String, ev: &Evidence, views: &[RoundView]) {
+    let _ = writeln!(md, "## CPU µs per message, per process (median over valid rounds)\n");
+    let _ = writeln!(md, "| policy | load | {} | total |", PROCESSES.join(" | "));
+    let _ = writeln!(md, "|---|---|{}---|", "---|".repeat(PROCESSES.len()));
+    for c in cells(ev, views) {
+        let vs = valid_of(views, &c);
+        let cols: Vec<String> = PROCESSES
+            .iter()
+            .map(|p| f(spread(&vs.iter().filter_map(|v| v.stats.cpu_us_per_msg.get(*p).copied()).collect::<Vec<_>>()).map(|s| s.0), 0))
+            .collect();
+        let total = f(spread(&vs.iter().filter_map(|v| v.stats.cpu_total()).collect::<Vec<_>>()).map(|s| s.0), 0);
+        let _ = writeln!(md, "| {} | {} | {} | {total} |", c.0, c.1, cols.join(" | "));
+    }
+    let _ = writeln!(
+        md,
+        "\nCPU time (user + system, from /proc) from k6's start until the writer stored its last record, divided by every message that entered the pipeline (warm-up included). A process missing from the table was not found (its pid file).\n"
+    );
+}
+
+fn pool_table(md: &mut String, ev: &Evidence, views: &[RoundView]) {
+    let _ = writeln!(md, "## Pools (median over valid rounds; measured phase)\n");
+    let _ = writeln!(md, "| policy | load | pool | caller-runs | caller-runs/min | rejections | peak queue | mean active | peak active |");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
+    let secs = crate::plan::seconds(&ev.plan.duration).unwrap_or(60.0).max(1.0);
+    for c in cells(ev, views) {
+        let vs = valid_of(views, &c);
+        let mut pools: Vec<String> = vs.iter().flat_map(|v| v.stats.pools.keys().cloned()).collect();
+        pools.sort();
+        pools.dedup();
+        for p in pools {
+            let get = |g: &dyn Fn(&stats::PoolStats) -> f64| {
+                spread(&vs.iter().filter_map(|v| v.stats.pools.get(&p).map(g)).collect::<Vec<_>>()).map(|s| s.0)
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {} | {p} | {} | {} | {} | {} | {} | {} |",
+                c.0,
+                c.1,
+                f(get(&|x| x.caller_runs), 0),
+                f(get(&|x| x.caller_runs * 60.0 / secs), 0),
+                f(get(&|x| x.rejected), 0),
+                f(get(&|x| x.peak_queue), 0),
+                f(get(&|x| x.mean_active), 1),
+                f(get(&|x| x.peak_active), 0)
+            );
+        }
+    }
+    let _ = writeln!(md);
+}
+
+fn gradient(md: &mut String, ev: &Evidence, views: &[RoundView]) {
+    let _ = writeln!(md, "## Gradient: the knee (highest rate at which every round passed every gate)\n");
+    let mut knees: BTreeMap<String, Option<u32>> = BTreeMap::new();
+    for p in &ev.plan.policies {
+        let knee = ev
+            .plan
+            .rates
+            .iter()
+            .filter(|&&r| {
+                let all: Vec<&RoundView> = views.iter().filter(|v| &v.slot.policy == p && v.slot.point == r).collect();
+                !all.is_empty() && all.iter().all(|v| v.valid)
+            })
+            .max()
+            .copied();
+        knees.insert(p.clone(), knee);
+    }
+    for (p, k) in knees {
+        let _ = writeln!(md, "- {p}: {}", k.map(|r| format!("{r} requests/s")).unwrap_or_else(|| "no rate passed".into()));
+    }
+    let _ = writeln!(md);
+}
+
+fn rounds_table(md: &mut String, views: &[RoundView]) {
+    let _ = writeln!(md, "## Every round\n");
+    let _ = writeln!(md, "| round | policy | load | messages/s | p50 ms | p99 ms | caller-runs | rejections | verdict | reasons and warnings |");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|");
+    for v in views {
+        let notes: Vec<String> = v
+            .gates
+            .iter()
+            .filter(|g| g.verdict != Verdict::Pass)
+            .map(|g| format!("{} {}: {}", if g.verdict == Verdict::Fail { "✗" } else { "⚠" }, g.name, g.detail.replace('|', "/")))
+            .collect();
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {:.0} | {:.0} | {} | {} |",
+            v.name,
+            v.slot.policy,
+            v.slot.point,
+            f(v.stats.throughput, 0),
+            f(v.stats.p50, 1),
+            f(v.stats.p99, 1),
+            v.stats.caller_runs(),
+            v.stats.rejected(),
+            if v.valid { "valid" } else { "**INVALID**" },
+            if notes.is_empty() { "all gates passed".into() } else { notes.join("<br>") }
+        );
+    }
+    let _ = writeln!(md);
+}
+
+/// `verdicts.json`: every round's gates, for scripts and tests.
+pub fn verdicts_json(views: &[RoundView]) -> serde_json::Value {
+    serde_json::Value::Array(
+        views
+            .iter()
+            .map(|v| {
+                let gates: Vec<serde_json::Value> = v
+                    .gates
+                    .iter()
+                    .map(|g| {
+                        let verdict = match g.verdict {
+                            Verdict::Pass => "pass",
+                            Verdict::Warn => "warn",
+                            Verdict::Fail => "fail",
+                        };
+                        serde_json::json!({ "gate": g.name, "verdict": verdict, "detail": g.detail })
+                    })
+                    .collect();
+                serde_json::json!({
+                    "round": v.name, "policy": v.slot.policy, "point": v.slot.point, "valid": v.valid,
+                    "reasons": gates::reasons(&v.gates), "throughput": v.stats.throughput, "p99_ms": v.stats.p99,
+                    "caller_runs": v.stats.caller_runs(), "rejections": v.stats.rejected(), "gates": gates,
+                })
+            })
+            .collect(),
+    )
+}

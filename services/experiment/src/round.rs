@@ -1,0 +1,306 @@
+//! One round: a fresh writer with the policy's flags, `reconcile reset`, a fresh ingest, k6
+//! (warm-up, then the measured phase), an id-level `reconcile count` against k6's accepted ids,
+//! boot ids read at the start and again at the end, and the 1 s sampler throughout.
+//!
+//! A round records what happened (`round.json`) and leaves the raw evidence beside it; it does
+//! not judge itself. The gates are applied by the report, from the files alone, so a re-render
+//! of an old evidence folder judges it by the same rules.
+
+use crate::k6::{self, K6Job, K6Run};
+use crate::plan::{FaultKind, LoadKind, Plan, Slot};
+use crate::procs::{self, Service};
+use crate::sampler::Sampler;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// Everything a round needs that does not change between rounds.
+pub struct Ctx {
+    pub http: reqwest::Client,
+    pub root: PathBuf,
+    pub bins: PathBuf,
+    pub k6: PathBuf,
+    pub plan: Plan,
+    /// `host:port` of the writer's /metrics and of the ingest.
+    pub writer_addr: String,
+    pub ingest_addr: String,
+    /// Short and unique per experiment: k6 message ids start with it (ids are cut at 64 chars).
+    pub tag: String,
+    pub servers: Vec<(String, u32)>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ProcRecord {
+    pub command: Vec<String>,
+    pub pid: u32,
+    pub ready_s: f64,
+}
+
+/// Boot ids read from `/healthz`: at the start of the round and after reconcile. An end value
+/// that is not a boot id says why (`unreachable: ...`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Boots {
+    pub writer_start: Option<String>,
+    pub ingest_start: Option<String>,
+    pub writer_end: Option<String>,
+    pub ingest_end: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FaultRecord {
+    pub kind: Option<FaultKind>,
+    pub at_s: f64,
+    pub detail: String,
+}
+
+/// `round.json`: what the round did and when (seconds since its start).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RoundRecord {
+    pub slot: Option<Slot>,
+    pub load: Option<LoadKind>,
+    pub writer_args: Vec<String>,
+    pub started_at: String,
+    pub writer: Option<ProcRecord>,
+    pub ingest: Option<ProcRecord>,
+    pub boots: Boots,
+    pub reset_exit: Option<i32>,
+    pub reset_s: Option<(f64, f64)>,
+    pub k6: Option<K6Run>,
+    pub reconcile_exit: Option<i32>,
+    pub reconcile_s: Option<(f64, f64)>,
+    pub fault: Option<FaultRecord>,
+    /// A step that failed before the load could run (the round is invalid with this reason).
+    pub setup_error: Option<String>,
+    pub stops: Vec<String>,
+    pub servers: Vec<(String, u32)>,
+    pub timeline_rows: u64,
+    pub ended_s: f64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RoundError {
+    #[error("round folder {0}: {1}")]
+    Io(String, std::io::Error),
+    #[error(transparent)]
+    Sampler(#[from] crate::sampler::SampleError),
+    #[error(transparent)]
+    K6(#[from] crate::k6::K6Error),
+}
+
+pub fn dir_name(slot: &Slot) -> String {
+    format!("{:02}-{}-{}", slot.index, slot.policy, slot.point)
+}
+
+/// Runs one round into `dir`. Only an unusable folder, k6 or sampler is an error; anything the
+/// pipeline does wrong is recorded for the gates.
+pub async fn run(ctx: &Ctx, slot: &Slot, dir: &Path) -> Result<RoundRecord, RoundError> {
+    std::fs::create_dir_all(dir).map_err(|e| RoundError::Io(dir.display().to_string(), e))?;
+    let t0 = Instant::now();
+    let mut rec = RoundRecord {
+        slot: Some(slot.clone()),
+        load: Some(ctx.plan.load),
+        started_at: now_rfc3339(),
+        servers: ctx.servers.clone(),
+        ..RoundRecord::default()
+    };
+    let sampler = Sampler::start(&dir.join("timeline.csv"), t0, ctx.http.clone())?;
+    for (name, pid) in &ctx.servers {
+        sampler.add_proc(name, *pid);
+    }
+    let (writer, ingest) = steps(ctx, slot, dir, t0, &sampler, &mut rec).await?;
+    rec.boots.writer_end = Some(end_boot(&ctx.http, &format!("http://{}", ctx.writer_addr)).await);
+    rec.boots.ingest_end = Some(end_boot(&ctx.http, &format!("http://{}", ctx.ingest_addr)).await);
+    rec.timeline_rows = sampler.finish().await?;
+    // The next round's processes must be new ones: stop these (ingest first: no new input).
+    if let Some(s) = ingest {
+        rec.stops.push(format!("ingest {}", s.stop(Duration::from_secs(15)).await));
+    }
+    if let Some(s) = writer {
+        rec.stops.push(format!("writer {}", s.stop(Duration::from_secs(40)).await));
+    }
+    rec.ended_s = t0.elapsed().as_secs_f64();
+    write_json(&dir.join("round.json"), &rec)?;
+    Ok(rec)
+}
+
+/// The steps up to reconcile; returns the services still to stop.
+async fn steps(
+    ctx: &Ctx,
+    slot: &Slot,
+    dir: &Path,
+    t0: Instant,
+    sampler: &Sampler,
+    rec: &mut RoundRecord,
+) -> Result<(Option<Service>, Option<Service>), RoundError> {
+    let mut writer_args = match ctx.plan.policy_def(&slot.policy) {
+        Ok(p) => p.writer_args,
+        Err(e) => {
+            rec.setup_error = Some(e.to_string());
+            return Ok((None, None));
+        }
+    };
+    writer_args.extend(ctx.plan.writer_args.iter().cloned());
+    rec.writer_args = writer_args.clone();
+    let mut writer = match start_writer(ctx, dir, t0, sampler, &writer_args, "writer.log").await {
+        Ok((s, r)) => {
+            rec.writer = Some(r);
+            s
+        }
+        Err(e) => {
+            rec.setup_error = Some(format!("writer: {e}"));
+            return Ok((None, None));
+        }
+    };
+    rec.boots.writer_start = procs::boot_id(&ctx.http, &writer.base).await.ok();
+
+    let r0 = t0.elapsed().as_secs_f64();
+    let code = reconcile(ctx, dir, &["reset"], "reset.json", "reset.log").await?;
+    rec.reset_exit = code;
+    rec.reset_s = Some((r0, t0.elapsed().as_secs_f64()));
+    if code != Some(0) {
+        rec.setup_error = Some(format!("reconcile reset exited {code:?} (see reset.json, reset.log)"));
+        return Ok((Some(writer), None));
+    }
+
+    let ingest_env = vec![("INGEST_LISTEN".to_string(), ctx.ingest_addr.clone())];
+    let base = format!("http://{}", ctx.ingest_addr);
+    let bin = ctx.bins.join("ingest");
+    let log = dir.join("ingest.log");
+    let started =
+        procs::start(&ctx.http, "ingest", &bin, &ctx.plan.ingest_args, &ingest_env, &log, &base, "/readyz", Duration::from_secs(60))
+            .await;
+    let ingest = match started {
+        Ok(s) => s,
+        Err(e) => {
+            rec.setup_error = Some(format!("ingest: {e}"));
+            return Ok((Some(writer), None));
+        }
+    };
+    sampler.add_proc("ingest", ingest.pid);
+    sampler.add_url("ingest", &format!("{base}/metrics"));
+    let mut command = vec![bin.display().to_string()];
+    command.extend(ctx.plan.ingest_args.iter().cloned());
+    rec.ingest = Some(ProcRecord { command, pid: ingest.pid, ready_s: t0.elapsed().as_secs_f64() });
+    rec.boots.ingest_start = procs::boot_id(&ctx.http, &base).await.ok();
+
+    let job = K6Job {
+        k6: &ctx.k6,
+        root: &ctx.root,
+        dir,
+        ingest_url: &base,
+        plan: &ctx.plan,
+        point: slot.point,
+        run_id: format!("{}r{:02}", ctx.tag, slot.index),
+    };
+    let fault_at = k6::measured_offset(&ctx.plan) + 1.0 + crate::plan::seconds(&ctx.plan.duration).unwrap_or(0.0) / 2.0;
+    let (k6_run, fault) = tokio::join!(k6::run(&job, t0, sampler), fault(ctx, dir, t0, sampler, slot.fault, writer.pid, &writer_args, fault_at));
+    rec.k6 = Some(k6_run?);
+    if let Some((f, new_writer)) = fault {
+        rec.fault = Some(f);
+        if let Some(w) = new_writer {
+            rec.stops.push(format!("writer (killed by the fault) {}", std::mem::replace(&mut writer, w).stop(Duration::from_secs(1)).await));
+        }
+    }
+
+    let c0 = t0.elapsed().as_secs_f64();
+    let summary = k6::summary_path(dir).display().to_string();
+    let drain = ctx.plan.drain_timeout_s.to_string();
+    rec.reconcile_exit =
+        reconcile(ctx, dir, &["--drain-timeout", &drain, "count", "--expect-from", &summary], "reconcile.json", "reconcile.log")
+            .await?;
+    rec.reconcile_s = Some((c0, t0.elapsed().as_secs_f64()));
+    Ok((Some(writer), Some(ingest)))
+}
+
+async fn start_writer(
+    ctx: &Ctx,
+    dir: &Path,
+    t0: Instant,
+    sampler: &Sampler,
+    args: &[String],
+    log: &str,
+) -> Result<(Service, ProcRecord), procs::ProcError> {
+    let env = vec![("WRITER_METRICS_ADDR".to_string(), ctx.writer_addr.clone())];
+    let base = format!("http://{}", ctx.writer_addr);
+    let bin = ctx.bins.join("writer");
+    let s = procs::start(&ctx.http, "writer", &bin, args, &env, &dir.join(log), &base, "/healthz", Duration::from_secs(90)).await?;
+    sampler.add_proc("writer", s.pid);
+    sampler.add_url("writer", &format!("{base}/metrics"));
+    let mut command = vec![bin.display().to_string()];
+    command.extend(args.iter().cloned());
+    let pid = s.pid;
+    Ok((s, ProcRecord { command, pid, ready_s: t0.elapsed().as_secs_f64() }))
+}
+
+/// The plan's deliberate fault, halfway through the measured phase.
+async fn fault(
+    ctx: &Ctx,
+    dir: &Path,
+    t0: Instant,
+    sampler: &Sampler,
+    kind: Option<FaultKind>,
+    writer_pid: u32,
+    writer_args: &[String],
+    at_s: f64,
+) -> Option<(FaultRecord, Option<Service>)> {
+    let kind = kind?;
+    tokio::time::sleep(Duration::from_secs_f64((at_s - t0.elapsed().as_secs_f64()).max(0.0))).await;
+    let at = t0.elapsed().as_secs_f64();
+    let killed = procs::signal(writer_pid, "KILL");
+    let mut detail = format!("SIGKILL writer pid {writer_pid}: {}", if killed { "sent" } else { "FAILED" });
+    let mut new = None;
+    if kind == FaultKind::RestartWriter {
+        // Give the kernel a moment to release the metrics port of the killed process.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        match start_writer(ctx, dir, t0, sampler, writer_args, "writer-restarted.log").await {
+            Ok((s, r)) => {
+                detail.push_str(&format!("; restarted as pid {}", r.pid));
+                new = Some(s);
+            }
+            Err(e) => detail.push_str(&format!("; restart failed: {e}")),
+        }
+    }
+    Some((FaultRecord { kind: Some(kind), at_s: at, detail }, new))
+}
+
+/// Runs `reconcile --json ARGS` with stdout in `out` and stderr in `log`; its exit code.
+async fn reconcile(ctx: &Ctx, dir: &Path, args: &[&str], out: &str, log: &str) -> Result<Option<i32>, RoundError> {
+    let io = |p: &Path, e| RoundError::Io(p.display().to_string(), e);
+    let out_path = dir.join(out);
+    let log_path = dir.join(log);
+    let stdout = std::fs::File::create(&out_path).map_err(|e| io(&out_path, e))?;
+    let stderr = std::fs::File::create(&log_path).map_err(|e| io(&log_path, e))?;
+    let status = tokio::process::Command::new(ctx.bins.join("reconcile"))
+        .arg("--json")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .kill_on_drop(true)
+        .status()
+        .await;
+    Ok(match status {
+        Ok(s) => s.code(),
+        Err(e) => {
+            let _ = std::fs::write(&log_path, format!("cannot start reconcile: {e}\n"));
+            None
+        }
+    })
+}
+
+async fn end_boot(http: &reqwest::Client, base: &str) -> String {
+    match procs::boot_id(http, base).await {
+        Ok(id) => id,
+        Err(e) => format!("unreachable: {e}"),
+    }
+}
+
+pub fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+}
+
+pub fn write_json(path: &Path, v: &impl Serialize) -> Result<(), RoundError> {
+    let text = serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    std::fs::write(path, text + "\n").map_err(|e| RoundError::Io(path.display().to_string(), e))
+}

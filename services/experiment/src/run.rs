@@ -1,0 +1,133 @@
+//! A whole experiment: the lock, the stack, the build, the evidence folder (`plan.toml`,
+//! `env.json`), every round in schedule order, then the report.
+
+use crate::cli::RunArgs;
+use crate::round::{self, Ctx};
+use anyhow::{bail, Context};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+use tracing::{info, warn};
+
+/// Why the run could not happen (exit code 2 for a bad plan, 3 for the rest).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Plan(#[from] crate::plan::PlanError),
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+/// Holds the machine-wide lock for the whole run: load runs must never overlap on 2 cores, and
+/// they share ports and the default store namespace with scripts/chaos and scripts/run.
+fn lock(path: &Path, wait: Duration) -> anyhow::Result<File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let f = File::options().create(true).truncate(false).write(true).open(path).with_context(|| format!("opening {}", path.display()))?;
+    let start = Instant::now();
+    let mut said = false;
+    loop {
+        match f.try_lock() {
+            Ok(()) => return Ok(f),
+            Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < wait => {
+                if !said {
+                    info!("another load run holds {}; waiting (at most {} s)", path.display(), wait.as_secs());
+                    said = true;
+                }
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => bail!("{} still locked after {} s", path.display(), wait.as_secs()),
+            Err(std::fs::TryLockError::Error(e)) => return Err(e).with_context(|| format!("locking {}", path.display())),
+        }
+    }
+}
+
+fn step(root: &Path, what: &str, cmd: &str, args: &[&str]) -> anyhow::Result<()> {
+    info!("{what}: {cmd} {}", args.join(" "));
+    let st = Command::new(cmd).args(args).current_dir(root).status().with_context(|| format!("starting {cmd}"))?;
+    if !st.success() {
+        bail!("{what} failed ({st}); output above");
+    }
+    Ok(())
+}
+
+fn default_out(root: &Path) -> PathBuf {
+    let fmt = time::macros::format_description!("[year][month][day]-[hour][minute][second]");
+    let stamp = time::OffsetDateTime::now_utc().format(&fmt).unwrap_or_else(|_| "now".into());
+    root.join("k6/out").join(format!("experiment-{stamp}"))
+}
+
+/// Runs the plan; returns the evidence folder and whether every round was valid.
+pub async fn run(args: &RunArgs) -> Result<(PathBuf, bool), RunError> {
+    let root = crate::paths::root(args.root.as_deref()).map_err(anyhow::Error::from)?;
+    let file = match &args.plan {
+        Some(p) => Some(std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?),
+        None => None,
+    };
+    let plan = args.plan(file.as_deref())?;
+    plan.validate()?;
+    let out = args.out.clone().unwrap_or_else(|| default_out(&root));
+    if out.join("plan.toml").exists() {
+        return Err(anyhow::anyhow!("{} already holds an experiment; choose another --out", out.display()).into());
+    }
+    std::fs::create_dir_all(out.join("rounds")).with_context(|| format!("creating {}", out.display()))?;
+    let lock_path = args.lock.clone().unwrap_or_else(|| crate::paths::cache_dir().join("chaos.lock"));
+    let _lock = lock(&lock_path, Duration::from_secs(args.lock_wait))?;
+    if !args.no_stack {
+        step(&root, "servers", "scripts/stack", &["up"])?;
+    }
+    if !args.no_build {
+        let mut b = vec!["build", "--locked", "-p", "ingest", "-p", "writer", "-p", "reconcile"];
+        if args.profile == "release" {
+            b.push("--release");
+        }
+        step(&root, "build", "cargo", &b)?;
+    }
+    let bins = args.bin_dir.clone().unwrap_or_else(|| root.join("target").join(&args.profile));
+    for b in ["writer", "ingest", "reconcile"] {
+        if !bins.join(b).exists() {
+            return Err(anyhow::anyhow!("no {} binary in {} (build it, or drop --no-build)", b, bins.display()).into());
+        }
+    }
+    let k6 = crate::paths::k6(args.k6.as_deref()).map_err(anyhow::Error::from)?;
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().context("HTTP client")?;
+
+    std::fs::write(out.join("plan.toml"), plan.to_toml()).context("writing plan.toml")?;
+    let env = crate::envinfo::collect(&http, &root, &bins, &k6, &args.profile).await;
+    round::write_json(&out.join("env.json"), &env).map_err(anyhow::Error::from)?;
+    let servers = crate::procs::server_pids(&root);
+    if servers.len() < 5 {
+        warn!("sampling {} of the 5 servers' CPU ({:?}); the others' pid files were not found", servers.len(), servers);
+    }
+    let tag = format!("x{:x}", time::OffsetDateTime::now_utc().unix_timestamp() % 0xFF_FFFF);
+    let ctx = Ctx {
+        http,
+        root: root.clone(),
+        bins,
+        k6,
+        plan: plan.clone(),
+        writer_addr: args.writer_metrics_addr.clone(),
+        ingest_addr: args.ingest_listen.clone(),
+        tag,
+        servers,
+    };
+    let schedule = plan.schedule();
+    info!("{} rounds; evidence in {}", schedule.len(), out.display());
+    for slot in &schedule {
+        let dir = out.join("rounds").join(round::dir_name(slot));
+        info!("round {}/{}: policy {} at {} ({})", slot.index, schedule.len(), slot.policy, slot.point, dir.display());
+        let rec = round::run(&ctx, slot, &dir).await.map_err(anyhow::Error::from)?;
+        info!(
+            "round {} done in {:.0} s: k6 exit {:?}, reconcile exit {:?}{}",
+            slot.index,
+            rec.ended_s,
+            rec.k6.as_ref().and_then(|k| k.exit_code),
+            rec.reconcile_exit,
+            rec.setup_error.as_ref().map(|e| format!(", SETUP FAILED: {e}")).unwrap_or_default()
+        );
+    }
+    let all_valid = crate::write_report(&out, args.font.as_deref())?;
+    Ok((out, all_valid))
+}

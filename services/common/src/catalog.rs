@@ -56,7 +56,7 @@ catalog! {
     counter WRITER_RECORDS_DROPPED_ON_REBALANCE_TOTAL = "writer_records_dropped_on_rebalance_total":
         "Records dropped unwritten because their partition was revoked while their batch was collected (re-read by the owner).";
     gauge WRITER_PARTITION_COMMITTED_OFFSET = "writer_partition_committed_offset":
-        "Offset Kafka acknowledged as committed, by partition.";
+        "Offset the writers' group has committed, by partition: set when Kafka acknowledges a commit of this writer, and sampled from the broker every 5 s.";
     gauge WRITER_PARTITION_HIGH_WATERMARK = "writer_partition_high_watermark":
         "Offset of the next record to be produced, by partition, sampled every few seconds (lag = this minus the committed offset).";
     counter WRITER_COMMIT_FAILURES_TOTAL = "writer_commit_failures_total":

@@ -115,6 +115,7 @@ fn throughput(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) 
         .x_label_formatter(&|x| if (x - x.round()).abs() < 0.01 { format!("{}", x.round()) } else { String::new() })
         .x_desc("round (policies interleaved within each round)")
         .y_desc("messages / s")
+        .y_label_formatter(&|y| format!("{y:.0}"))
         .label_style((FONT, 18))
         .axis_desc_style((FONT, 20))
         .draw()?;
@@ -179,6 +180,7 @@ fn latency(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) -> 
         .x_label_formatter(&|x| category(&labels, *x))
         .x_desc("policy")
         .y_desc("latency, ms")
+        .y_label_formatter(&|y| format!("{y:.0}"))
         .label_style((FONT, 18))
         .axis_desc_style((FONT, 20))
         .draw()?;
@@ -228,7 +230,6 @@ fn cpu(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) -> Draw
         .margin(20)
         .x_label_area_size(60)
         .y_label_area_size(90)
-        .right_y_label_area_size(10)
         .build_cartesian_2d(-0.5..n as f64 - 0.5 + 0.9, 0.0..ymax)?;
     let labels: Vec<String> = cells.iter().map(|c| cell_label(ev, c)).collect();
     chart
@@ -238,6 +239,7 @@ fn cpu(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) -> Draw
         .x_label_formatter(&|x| category(&labels, *x))
         .x_desc("policy")
         .y_desc("CPU µs per message (user + system)")
+        .y_label_formatter(&|y| format!("{y:.0}"))
         .label_style((FONT, 18))
         .axis_desc_style((FONT, 20))
         .draw()?;
@@ -290,6 +292,7 @@ fn gradient(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView], p9
         .configure_mesh()
         .x_desc("target requests / s")
         .y_desc(ydesc)
+        .y_label_formatter(&|y| format!("{y:.0}"))
         .label_style((FONT, 18))
         .axis_desc_style((FONT, 20))
         .draw()?;

@@ -233,7 +233,7 @@ async fn start_writer(
     Ok((s, ProcRecord { command, pid, ready_s: t0.elapsed().as_secs_f64() }))
 }
 
-/// The plan's deliberate fault, halfway through the measured phase.
+/// The plan's deliberate fault, `at_s` after k6's start (halfway through the measured phase).
 async fn fault(
     ctx: &Ctx,
     dir: &Path,
@@ -245,7 +245,8 @@ async fn fault(
     at_s: f64,
 ) -> Option<(FaultRecord, Option<Service>)> {
     let kind = kind?;
-    tokio::time::sleep(Duration::from_secs_f64((at_s - t0.elapsed().as_secs_f64()).max(0.0))).await;
+    // Called as k6 starts: `at_s` counts from now.
+    tokio::time::sleep(Duration::from_secs_f64(at_s.max(0.0))).await;
     let at = t0.elapsed().as_secs_f64();
     let killed = procs::signal(writer_pid, "KILL");
     let mut detail = format!("SIGKILL writer pid {writer_pid}: {}", if killed { "sent" } else { "FAILED" });

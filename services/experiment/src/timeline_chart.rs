@@ -50,11 +50,11 @@ pub fn pools(path: &Path, ev: &Evidence, r: &RoundEvidence, policy: &str, _index
     root.fill(&WHITE)?;
     let about = ev.plan.policy_def(policy).map(|p| p.about).unwrap_or_default();
     let (title, body) = root.split_vertically(70);
-    title.draw(&Text::new(format!("Pools of policy {policy} over round {} — {about}", r.name), (20, 12), (FONT, 26)))?;
+    title.draw(&Text::new(format!("Pools of policy {policy}, round {}", r.name), (20, 8), (FONT, 26)))?;
     title.draw(&Text::new(
-        "grey: measured phase; light grey: warm-up; one line per pool; x: seconds since the round's start",
-        (20, 44),
-        (FONT, 17),
+        format!("{about}. Dark grey: measured phase; light grey: warm-up (and the pause before measuring)."),
+        (20, 42),
+        (FONT, 16),
     ))?;
     let xmax = r.timeline.series.values().flat_map(|v| v.iter().map(|p| p.0)).fold(1.0, f64::max);
     let k6 = r.record.k6.clone().unwrap_or_default();
@@ -74,6 +74,7 @@ pub fn pools(path: &Path, ev: &Evidence, r: &RoundEvidence, policy: &str, _index
             .configure_mesh()
             .x_desc("seconds since the round's start")
             .y_desc(*desc)
+            .y_label_formatter(&|y| if ymax > 5.0 { format!("{y:.0}") } else { format!("{y:.1}") })
             .label_style((FONT, 15))
             .axis_desc_style((FONT, 17))
             .draw()?;

@@ -88,8 +88,7 @@ fn compose_file_is_valid_against_the_compose_spec_schema() {
     let validator = jsonschema::validator_for(&schema).expect("the compose-spec schema compiles");
     let raw = compose();
     for (what, doc) in [("as written", raw.clone()), ("interpolated with the defaults", interpolate_all(&raw))] {
-        let errors: Vec<String> =
-            validator.iter_errors(&doc).map(|e| format!("{}: {e}", e.instance_path())).collect();
+        let errors: Vec<String> = validator.iter_errors(&doc).map(|e| format!("{}: {e}", e.instance_path())).collect();
         assert!(errors.is_empty(), "{COMPOSE} ({what}) violates compose-spec.json:\n{}", errors.join("\n"));
         println!("{COMPOSE} ({what}): valid against compose/schema/compose-spec.json");
     }
@@ -283,7 +282,8 @@ fn every_image_is_pinned() {
 
 /// Exporters: minimal images without a shell or an HTTP client, so no healthcheck; Prometheus'
 /// `up` is their health (the dashboard's first panel). Nothing of the pipeline waits for them.
-const EXPORTERS: [&str; 5] = ["mysqld-exporter", "redis-exporter", "kafka-exporter", "mongodb-exporter", "elasticsearch-exporter"];
+const EXPORTERS: [&str; 5] =
+    ["mysqld-exporter", "redis-exporter", "kafka-exporter", "mongodb-exporter", "elasticsearch-exporter"];
 
 #[test]
 fn every_service_the_programs_need_is_healthchecked_and_restarted() {
@@ -384,7 +384,13 @@ fn host_ports_are_those_of_env_example() {
             problems.push(format!(".env.example: {addr_var}={addr} but compose publishes {port_var}={port}"));
         }
     }
-    for (url_var, port_var) in [("KAFKA_BROKERS", "KAFKA_PORT"), ("MYSQL_URL", "MYSQL_PORT"), ("REDIS_URL", "REDIS_PORT"), ("ES_URL", "ES_PORT"), ("MONGO_URL", "MONGO_PORT")] {
+    for (url_var, port_var) in [
+        ("KAFKA_BROKERS", "KAFKA_PORT"),
+        ("MYSQL_URL", "MYSQL_PORT"),
+        ("REDIS_URL", "REDIS_PORT"),
+        ("ES_URL", "ES_PORT"),
+        ("MONGO_URL", "MONGO_PORT"),
+    ] {
         let url = ex.get(url_var).cloned().unwrap_or_default();
         let port = published.get(port_var).cloned().unwrap_or_default();
         if port.is_empty() || !url.contains(&format!(":{port}")) {
@@ -418,7 +424,8 @@ fn k6_writes_its_summary_and_ids_into_a_folder_every_clone_has() {
     assert_eq!(scalar(&env["K6_LOG_FORMAT"]), "raw", "the id log needs bare lines");
     assert_eq!(scalar(&env["INGEST_URL"]), "http://ingest:8080");
     // reconcile reads the same folder at the same path
-    let rv: Vec<String> = c["services"]["reconcile"]["volumes"].as_array().expect("volumes").iter().map(scalar).collect();
+    let rv: Vec<String> =
+        c["services"]["reconcile"]["volumes"].as_array().expect("volumes").iter().map(scalar).collect();
     assert!(rv.iter().any(|v| v.starts_with("../k6:/k6")), "reconcile sees k6/out at /k6/out");
 }
 
@@ -427,8 +434,23 @@ fn k6_writes_its_summary_and_ids_into_a_folder_every_clone_has() {
 /// PromQL words that are not metric names when not followed by `(`: aggregations (`sum by (x) (...)`)
 /// and binary operators.
 const KEYWORDS: [&str; 17] = [
-    "sum", "min", "max", "avg", "count", "stddev", "stdvar", "topk", "bottomk", "quantile", "count_values", "group",
-    "and", "or", "unless", "bool", "offset",
+    "sum",
+    "min",
+    "max",
+    "avg",
+    "count",
+    "stddev",
+    "stdvar",
+    "topk",
+    "bottomk",
+    "quantile",
+    "count_values",
+    "group",
+    "and",
+    "or",
+    "unless",
+    "bool",
+    "offset",
 ];
 
 /// Metric names a PromQL expression reads (functions, keywords, labels, ranges left out).
@@ -603,7 +625,9 @@ fn dashboard_and_rules_read_only_catalog_metrics() {
         assert!(m.contains(needed), "the dashboard does not graph {needed}");
     }
     // Both Prometheus setups load the rules and scrape both services.
-    for (cfg, rules_ref) in [("compose/prometheus/prometheus.yml", "rules.yml"), ("scripts/prometheus/prometheus.yml", "rules.yml")] {
+    for (cfg, rules_ref) in
+        [("compose/prometheus/prometheus.yml", "rules.yml"), ("scripts/prometheus/prometheus.yml", "rules.yml")]
+    {
         let p = yaml(cfg);
         let files: Vec<String> = p["rule_files"].as_array().expect("rule_files").iter().map(scalar).collect();
         assert!(files.iter().any(|f| f.ends_with(rules_ref)), "{cfg} does not load {rules_ref}");
@@ -628,7 +652,9 @@ fn dashboard_and_rules_read_only_catalog_metrics() {
                 println!("promtool check config {cfg}: {}", text.trim().replace('\n', " | "));
             }
         }
-        Err(_) => println!("promtool not installed (scripts/stack up --with-prometheus installs it): rules parsed as YAML only"),
+        Err(_) => println!(
+            "promtool not installed (scripts/stack up --with-prometheus installs it): rules parsed as YAML only"
+        ),
     }
     // The provisioned datasource is the one the dashboard names.
     let ds = yaml("compose/grafana/provisioning/datasources/prometheus.yml");
@@ -753,7 +779,10 @@ async fn every_dashboard_metric_is_in_a_real_scrape() {
         {
             break;
         }
-        assert!(Instant::now() < deadline, "the writer did not store 4 × 40 records and a dead letter in 90 s:\n{text}");
+        assert!(
+            Instant::now() < deadline,
+            "the writer did not store 4 × 40 records and a dead letter in 90 s:\n{text}"
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     let (wtext, itext) = (scrape(wport).await, scrape(iport).await);
@@ -775,12 +804,16 @@ async fn every_dashboard_metric_is_in_a_real_scrape() {
     }
     // The info metric names each service, with the boot id of its /healthz.
     for (port, service, text) in [(wport, "writer", &wtext), (iport, "ingest", &itext)] {
-        let health: Json = reqwest::get(format!("http://127.0.0.1:{port}/healthz")).await.unwrap().json().await.unwrap();
+        let health: Json =
+            reqwest::get(format!("http://127.0.0.1:{port}/healthz")).await.unwrap().json().await.unwrap();
         let boot = health["boot_id"].as_str().expect("boot_id on /healthz");
         let info = text.lines().find(|l| l.starts_with("pipeline_process_info{")).expect("pipeline_process_info");
         assert!(info.contains(&format!("service=\"{service}\"")), "{info}");
         assert!(info.contains(&format!("boot_id=\"{boot}\"")), "{info} vs /healthz {boot}");
-        assert!(text.lines().any(|l| l.starts_with("process_start_time_seconds ")), "{service}: no process_start_time_seconds");
+        assert!(
+            text.lines().any(|l| l.starts_with("process_start_time_seconds ")),
+            "{service}: no process_start_time_seconds"
+        );
         assert!(!text.contains("process_boot_id"), "{service} still exports process_boot_id");
     }
     writer.signal("TERM");

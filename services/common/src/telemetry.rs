@@ -57,7 +57,8 @@ pub fn metrics_handle() -> PrometheusHandle {
                 "boot_id" => boot.id.clone()
             )
             .set(1.0);
-            metrics::gauge!(catalog::PROCESS_START_TIME_SECONDS).set(boot.started_at.unix_timestamp_nanos() as f64 / 1e9);
+            metrics::gauge!(catalog::PROCESS_START_TIME_SECONDS)
+                .set(boot.started_at.unix_timestamp_nanos() as f64 / 1e9);
             handle
         })
         .clone()

@@ -2,7 +2,7 @@
 //!
 //! Drained means: the writers' group has committed every partition up to its high watermark
 //! (so every produced record is in all four stores: the writer commits only after that), and the
-//! store counts did not move between two consecutive polls. Counting earlier is how the seed
+//! store counts did not move between two consecutive polls. Counting earlier is how the reference experiment
 //! once reset stores that late writes then filled again.
 
 use indicatif::{ProgressBar, ProgressStyle};

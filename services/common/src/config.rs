@@ -16,7 +16,7 @@ pub struct KafkaArgs {
     /// Topic carrying the messages.
     #[arg(id = "kafka-topic", long = "kafka-topic", env = "KAFKA_TOPIC", default_value = "messages")]
     pub topic: String,
-    /// Partitions the topic is created with when missing (the seed used 4).
+    /// Partitions the topic is created with when missing (4, as in the reference experiment).
     #[arg(id = "kafka-partitions", long = "kafka-partitions", env = "KAFKA_PARTITIONS", default_value_t = 4)]
     pub partitions: i32,
     /// Consumer group of the writers; reconcile reads its lag.

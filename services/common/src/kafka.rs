@@ -5,6 +5,7 @@
 //! nothing here ever deletes a topic (on tansu's SQLite engine that deletes all of them).
 
 use crate::config::KafkaArgs;
+use backon::{ExponentialBuilder, Retryable};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -31,8 +32,47 @@ pub fn producer_config(args: &KafkaArgs) -> ClientConfig {
     c
 }
 
+/// How long [`ensure_topic`] keeps asking a broker that does not answer before giving up.
+pub const ENSURE_TOPIC_PATIENCE: Duration = Duration::from_secs(90);
+
 /// Creates the topic with the configured partition count if it does not exist.
+///
+/// A broker that is still starting, or too busy to answer one admin request in time, is asked
+/// again (capped backoff, for [`ENSURE_TOPIC_PATIENCE`]): a service must not fail its start
+/// because the broker was slow once. A refusal (invalid partition count, not authorised) fails
+/// at once.
 pub async fn ensure_topic(args: &KafkaArgs, topic: &str, partitions: i32) -> Result<(), KafkaError> {
+    let policy = ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(500))
+        .with_max_delay(Duration::from_secs(5))
+        .with_total_delay(Some(ENSURE_TOPIC_PATIENCE))
+        .without_max_times();
+    (|| create_topic_once(args, topic, partitions))
+        .retry(policy)
+        .sleep(tokio::time::sleep)
+        .when(|e| !refused(e))
+        .notify(|e, wait| tracing::warn!(topic, error = %e, retry_in_ms = wait.as_millis() as u64, "creating the topic failed; asking again"))
+        .await
+}
+
+/// Errors that asking again cannot change.
+fn refused(e: &KafkaError) -> bool {
+    use RDKafkaErrorCode as C;
+    matches!(
+        e,
+        KafkaError::AdminOp(
+            C::InvalidPartitions
+                | C::InvalidReplicationFactor
+                | C::InvalidTopic
+                | C::InvalidConfig
+                | C::PolicyViolation
+                | C::TopicAuthorizationFailed
+                | C::ClusterAuthorizationFailed
+        ) | KafkaError::ClientCreation(_)
+    )
+}
+
+async fn create_topic_once(args: &KafkaArgs, topic: &str, partitions: i32) -> Result<(), KafkaError> {
     let admin: AdminClient<DefaultClientContext> = client_config(args).create()?;
     let new = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
     let results = admin
@@ -44,10 +84,7 @@ pub async fn ensure_topic(args: &KafkaArgs, topic: &str, partitions: i32) -> Res
     for r in results {
         match r {
             Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-            Err((t, code)) => {
-                return Err(KafkaError::AdminOp(code))
-                    .inspect_err(|_| tracing::error!(topic = t, "create topic failed"))
-            }
+            Err((_, code)) => return Err(KafkaError::AdminOp(code)),
         }
     }
     Ok(())

@@ -1,4 +1,4 @@
-//! The ingest's configuration: flags with environment variables; defaults = the seed's front half
+//! The ingest's configuration: flags with environment variables; defaults = the reference experiment's front half
 //! (ring of 2^17 slots in front of a Kafka producer, topic of 4 partitions).
 
 use clap::{Parser, ValueEnum};
@@ -10,7 +10,7 @@ use std::time::Duration;
 pub enum AckMode {
     /// 202 only after Kafka's delivery report says the record is stored (acks=all).
     Kafka,
-    /// 202 as soon as the record is in the ring: the seed's behaviour. Faster, but what is in
+    /// 202 as soon as the record is in the ring: the reference experiment's behaviour. Faster, but what is in
     /// the ring or the producer's queue is LOST if the process dies.
     Ring,
 }
@@ -26,7 +26,7 @@ pub struct IngestConfig {
     /// When to answer 202.
     #[arg(long, env = "INGEST_ACK", value_enum, default_value_t = AckMode::Kafka)]
     pub ack: AckMode,
-    /// Ring slots; a power of two, at least 64 (the seed: 2^17).
+    /// Ring slots; a power of two, at least 64 (2^17 by default, the reference experiment's size).
     #[arg(long, env = "INGEST_RING_SIZE", default_value_t = 1 << 17, value_parser = power_of_two)]
     pub ring_size: usize,
     /// Longest sleep of the idle ring consumer between looks, in microseconds (it starts at 50 µs
@@ -37,8 +37,8 @@ pub struct IngestConfig {
     #[arg(long, env = "INGEST_DEADLINE_MS", default_value_t = 5000)]
     pub deadline_ms: u64,
     /// Retry-After seconds sent with a 503.
-    #[arg(long, env = "INGEST_RETRY_AFTER", default_value_t = 1)]
-    pub retry_after: u64,
+    #[arg(long, env = "INGEST_RETRY_AFTER_SECS", default_value_t = 1, alias = "retry-after")]
+    pub retry_after_secs: u64,
     /// Most messages in one batch POST.
     #[arg(long, env = "INGEST_MAX_BATCH", default_value_t = 1000)]
     pub max_batch: usize,

@@ -149,7 +149,7 @@ async fn await_acks(
     let all = futures::future::join_all(acks);
     let results = match tokio::time::timeout(cfg.deadline(), all).await {
         Err(_) => {
-            return Err(ApiError::uncertain("Kafka did not acknowledge within the deadline", cfg.retry_after, msgs))
+            return Err(ApiError::uncertain("Kafka did not acknowledge within the deadline", cfg.retry_after_secs, msgs))
         }
         Ok(results) => results,
     };
@@ -166,10 +166,10 @@ async fn await_acks(
     }
     match (uncertain, not_sent) {
         (None, None) => Ok(()),
-        (Some(e), _) => Err(ApiError::uncertain(&e, cfg.retry_after, msgs)),
+        (Some(e), _) => Err(ApiError::uncertain(&e, cfg.retry_after_secs, msgs)),
         // Some messages may be stored and others not: the request as a whole is uncertain.
-        (None, Some(e)) if msgs.len() > 1 => Err(ApiError::uncertain(&e, cfg.retry_after, msgs)),
-        (None, Some(e)) => Err(ApiError::unavailable("kafka_unavailable", &e, cfg.retry_after)),
+        (None, Some(e)) if msgs.len() > 1 => Err(ApiError::uncertain(&e, cfg.retry_after_secs, msgs)),
+        (None, Some(e)) => Err(ApiError::unavailable("kafka_unavailable", &e, cfg.retry_after_secs)),
     }
 }
 
@@ -185,7 +185,7 @@ async fn publish(cfg: &IngestConfig, ring: &WorkerRing, msgs: &[Message]) -> Res
         entries.push(entry(m, ack));
     }
     let put = ring.0.borrow_mut().try_put_all(entries);
-    put.map_err(|_| ApiError::unavailable("ring_full", "the ingest ring is full; retry later", cfg.retry_after))?;
+    put.map_err(|_| ApiError::unavailable("ring_full", "the ingest ring is full; retry later", cfg.retry_after_secs))?;
     await_acks(cfg, acks, msgs).await
 }
 

@@ -3,50 +3,23 @@
 //! A [`Store`] is everything the pipeline does with one store: prepare its schema, write a batch
 //! idempotently, and the reconcile side (count, list ids, reset). The writer and reconcile only
 //! ever see `Arc<dyn Store>`. Each store is one folder (its connection flags in `args.rs`, its
-//! `Store` implementation and error classification in `store.rs`); [`registry`] is where they
-//! are all named. The ingest does not depend on this crate, so it links no database driver.
+//! [`Backend`] and `Store` implementations and error classification in `store.rs`, its test
+//! fixture in `fixture.rs`); [`registry`] is the only place that names them all. The ingest does not depend on this crate, so it links no database driver.
 
-pub mod elastic;
+pub mod es;
 pub mod mongo;
 pub mod mysql;
 pub mod redis;
 pub mod registry;
 
-pub use registry::{connect, StoreArgs};
+#[cfg(feature = "fixture")]
+pub use registry::isolate;
+pub use registry::{connect, StoreArgs, StoreKind};
 
 use async_trait::async_trait;
 use pipeline_common::message::Message;
 use std::fmt;
 use std::time::Duration;
-
-/// Which store. The names are the ones used in flags, metrics labels and reconcile output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StoreKind {
-    Mysql,
-    Redis,
-    Es,
-    Mongo,
-}
-
-impl StoreKind {
-    pub const ALL: [StoreKind; 4] = [StoreKind::Mysql, StoreKind::Redis, StoreKind::Es, StoreKind::Mongo];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            StoreKind::Mysql => "mysql",
-            StoreKind::Redis => "redis",
-            StoreKind::Es => "es",
-            StoreKind::Mongo => "mongo",
-        }
-    }
-}
-
-impl fmt::Display for StoreKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// A failed store operation. `transient` errors (connection refused, timeout, 429, 5xx) are
 /// worth retrying as they are; the others need a person or the dead-letter topic.
@@ -114,3 +87,29 @@ pub trait Store: Send + Sync {
 
 /// How long connecting and each short admin call may take before the store counts as down.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A store's flags (its `args.rs`).
+pub trait StoreFlags: clap::Args + clap::FromArgMatches + Clone + fmt::Debug + Send + Sync {
+    /// The environment that gives a child process these same flags (each flag's `env` name and
+    /// value), so tests and the experiment runner can start services against the same stores.
+    fn env(&self) -> Vec<(&'static str, String)>;
+}
+
+/// What the registry needs of a store besides [`Store`]: its flags and how to connect with them.
+#[async_trait]
+pub trait Backend: Store + Sized + 'static {
+    /// The store's flags (`--<store>-url` and the like), flattened into every service's CLI.
+    type Args: StoreFlags;
+
+    /// Connects (a pool, a multiplexed connection or a client, whatever the driver offers).
+    /// Does not create schema: that is [`Store::prepare`].
+    async fn connect(args: &Self::Args) -> Result<Self, StoreError>;
+}
+
+/// The test fixture of a store: how one test gets a namespace of its own on the shared server.
+#[cfg(feature = "fixture")]
+#[async_trait]
+pub trait Fixture: Backend {
+    /// Points `args` at a private namespace called `namespace`, creating what it needs.
+    async fn isolate(args: &mut Self::Args, namespace: &str) -> Result<(), StoreError>;
+}

@@ -1,25 +1,84 @@
-//! The one place that names every store: their flags (flattened into each service's CLI) and how
-//! to connect to each.
+//! The one place that names every store. Adding a store is a folder (its flags, its [`Backend`]
+//! and [`Store`] implementation, its test fixture) and one line in the `registry!` call below;
+//! everything that lists stores derives from that line:
+//!
+//! - [`StoreKind`] (its `ALL` list, names in flags, metric labels and reconcile output),
+//! - [`StoreArgs`] (each store's flags flattened into every service that talks to stores),
+//! - [`connect`], and for tests [`isolate`] (feature `fixture`),
+//! - through `StoreKind::ALL`, the writer's `--pool-<store>` flags and reconcile's columns.
+//!
+//! Deployment still needs the server itself: `.env.example`, `scripts/stack`, compose.
 
-use crate::elastic::{EsArgs, EsStore};
-use crate::mongo::{MongoArgs, MongoStore};
-use crate::mysql::{MysqlArgs, MysqlStore};
-use crate::redis::{RedisArgs, RedisStore};
-use crate::{Store, StoreError, StoreKind};
-use clap::Args;
+use crate::{Backend, Store, StoreError, StoreFlags};
 use std::sync::Arc;
 
-/// All four stores, for the services that talk to every one of them.
-#[derive(Debug, Clone, Args)]
-pub struct StoreArgs {
-    #[command(flatten)]
-    pub mysql: MysqlArgs,
-    #[command(flatten)]
-    pub redis: RedisArgs,
-    #[command(flatten)]
-    pub es: EsArgs,
-    #[command(flatten)]
-    pub mongo: MongoArgs,
+macro_rules! registry {
+    ($($(#[doc = $doc:literal])* $kind:ident $name:literal => $folder:ident :: $store:ident,)*) => {
+        /// Which store. The names are the ones used in flags, metric labels and reconcile output.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum, serde::Serialize)]
+        pub enum StoreKind {
+            $($(#[doc = $doc])* #[value(name = $name)] #[serde(rename = $name)] $kind,)*
+        }
+
+        impl StoreKind {
+            /// Every store, in registry order (the order of reconcile's columns and of writes).
+            pub const ALL: [StoreKind; [$($name),*].len()] = [$(StoreKind::$kind),*];
+
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(StoreKind::$kind => $name,)*
+                }
+            }
+        }
+
+        /// Every store's flags, for the services that talk to all of them.
+        #[derive(Debug, Clone, clap::Args)]
+        pub struct StoreArgs {
+            $(
+                #[command(flatten)]
+                pub $folder: <crate::$folder::$store as Backend>::Args,
+            )*
+        }
+
+        impl StoreArgs {
+            /// The environment that gives a child process these same store flags.
+            pub fn env(&self) -> Vec<(&'static str, String)> {
+                let mut env = Vec::new();
+                $(env.extend(self.$folder.env());)*
+                env
+            }
+        }
+
+        /// Connects to every store named, in [`StoreKind::ALL`] order. Connecting does not prepare.
+        pub async fn connect(args: &StoreArgs, kinds: &[StoreKind]) -> Result<Vec<Arc<dyn Store>>, StoreError> {
+            let mut out: Vec<Arc<dyn Store>> = Vec::new();
+            for kind in StoreKind::ALL.into_iter().filter(|k| kinds.contains(k)) {
+                out.push(match kind {
+                    $(StoreKind::$kind => Arc::new(<crate::$folder::$store as Backend>::connect(&args.$folder).await?),)*
+                });
+            }
+            Ok(out)
+        }
+
+        /// Points every store's flags at a private namespace named `namespace` (creating what it
+        /// needs), so one test never sees another's data. For tests only.
+        #[cfg(feature = "fixture")]
+        pub async fn isolate(args: &mut StoreArgs, namespace: &str) -> Result<(), StoreError> {
+            $(<crate::$folder::$store as crate::Fixture>::isolate(&mut args.$folder, namespace).await?;)*
+            Ok(())
+        }
+    };
+}
+
+registry! {
+    /// MySQL / MariaDB, the system of record: 16 shard tables.
+    Mysql "mysql" => mysql::MysqlStore,
+    /// Redis: one key per message.
+    Redis "redis" => redis::RedisStore,
+    /// Elasticsearch / OpenSearch: one index.
+    Es "es" => es::EsStore,
+    /// MongoDB: one collection.
+    Mongo "mongo" => mongo::MongoStore,
 }
 
 impl StoreArgs {
@@ -34,16 +93,42 @@ impl StoreArgs {
     }
 }
 
-/// Connects to every store named, in [`StoreKind::ALL`] order. Connecting does not prepare.
-pub async fn connect(args: &StoreArgs, kinds: &[StoreKind]) -> Result<Vec<Arc<dyn Store>>, StoreError> {
-    let mut out: Vec<Arc<dyn Store>> = Vec::new();
-    for kind in StoreKind::ALL.into_iter().filter(|k| kinds.contains(k)) {
-        out.push(match kind {
-            StoreKind::Mysql => Arc::new(MysqlStore::connect(&args.mysql).await?),
-            StoreKind::Redis => Arc::new(RedisStore::connect(&args.redis).await?),
-            StoreKind::Es => Arc::new(EsStore::connect(&args.es)?),
-            StoreKind::Mongo => Arc::new(MongoStore::connect(&args.mongo).await?),
-        });
+impl std::fmt::Display for StoreKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
-    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `env()` is written by hand next to each store's flags; this catches a flag it forgets or
+    /// misnames: every flag with an `env` name is in it, and parsing it back gives the same flags.
+    #[test]
+    fn env_gives_a_child_the_same_store_flags() {
+        #[derive(clap::Parser)]
+        struct P {
+            #[command(flatten)]
+            s: StoreArgs,
+        }
+        let cmd = <P as clap::CommandFactory>::command();
+        let mut args = StoreArgs::from_env();
+        args.mysql.pool = 3;
+        args.es.index = "other".into();
+        let env = args.env();
+        for arg in cmd.get_arguments() {
+            if let Some(name) = arg.get_env().and_then(|e| e.to_str()) {
+                assert!(env.iter().any(|(k, _)| *k == name), "--{} ({name}) is missing from env()", arg.get_id());
+            }
+        }
+        let mut argv = vec!["p".to_string()];
+        for arg in cmd.get_arguments() {
+            let Some(name) = arg.get_env().and_then(|e| e.to_str()) else { continue };
+            let Some((_, v)) = env.iter().find(|(k, _)| *k == name) else { continue };
+            argv.push(format!("--{}={v}", arg.get_long().unwrap_or_default()));
+        }
+        let back = <P as clap::Parser>::parse_from(argv).s;
+        assert_eq!(format!("{back:?}"), format!("{args:?}"));
+    }
 }

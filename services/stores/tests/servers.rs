@@ -6,6 +6,7 @@ use pipeline_common::kafka::{client_config, ensure_topic, group_lag, producer_co
 use pipeline_common::message::{shard_of, shard_table, Limits, NewMessage, SHARDS};
 use pipeline_common::Message;
 use pipeline_stores::mysql::MysqlStore;
+use pipeline_stores::Backend;
 use pipeline_stores::StoreKind;
 use pipeline_testkit::{exclusive, Namespace};
 use rdkafka::consumer::{Consumer, StreamConsumer};

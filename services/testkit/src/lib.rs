@@ -51,9 +51,9 @@ pub async fn require_servers() -> (StoreArgs, KafkaArgs) {
     (stores, kafka)
 }
 
-/// A private namespace for one test: its own MySQL database, ES index, Mongo database and Kafka
-/// topic and group, so tests and earlier runs never see each other's data. Redis uses database 1,
-/// flushed here (callers hold [`exclusive`]).
+/// A private namespace for one test: in every store what its fixture provides (its own MySQL
+/// database, ES index, Mongo database; Redis database 1, emptied, so callers hold [`exclusive`]),
+/// and its own Kafka topic and group, so tests and earlier runs never see each other's data.
 pub struct Namespace {
     pub stores: StoreArgs,
     pub kafka: KafkaArgs,
@@ -64,24 +64,8 @@ impl Namespace {
     pub async fn new(label: &str) -> Namespace {
         let (mut stores, mut kafka) = require_servers().await;
         let name = format!("t_{label}_{}", &uuid::Uuid::now_v7().simple().to_string()[20..]);
-        // MySQL: a fresh database next to the configured one (the stack grants `pipeline%`).
-        let base = url::Url::parse(&stores.mysql.url).expect("MYSQL_URL is a URL");
-        let db = format!("{}_{name}", base.path().trim_start_matches('/'));
-        let admin =
-            sqlx::mysql::MySqlPoolOptions::new().max_connections(1).connect(base.as_str()).await.expect("mysql");
-        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE `{db}`"))).execute(&admin).await.expect("create db");
-        let mut url = base.clone();
-        url.set_path(&format!("/{db}"));
-        stores.mysql.url = url.to_string();
-        // Redis: database 1, empty.
-        let mut rurl = url::Url::parse(&stores.redis.url).expect("REDIS_URL is a URL");
-        rurl.set_path("/1");
-        stores.redis.url = rurl.to_string();
-        let client = redis::Client::open(stores.redis.url.as_str()).expect("redis url");
-        let mut conn = client.get_multiplexed_async_connection().await.expect("redis");
-        let _: () = redis::cmd("FLUSHDB").query_async(&mut conn).await.expect("flushdb");
-        stores.es.index = name.clone();
-        stores.mongo.database = name.clone();
+        // Each store's fixture (services/stores/src/<store>/fixture.rs) makes its part private.
+        pipeline_stores::isolate(&mut stores, &name).await.expect("a private namespace in every store");
         kafka.topic = name.clone();
         kafka.group = format!("{name}_group");
         pipeline_common::kafka::ensure_topic(&kafka, &kafka.topic, kafka.partitions).await.expect("create topic");
@@ -242,21 +226,14 @@ pub fn bin_path(name: &str) -> std::path::PathBuf {
 /// The environment that points a service at this namespace.
 impl Namespace {
     pub fn env(&self) -> Vec<(String, String)> {
-        let s = &self.stores;
         [
             ("KAFKA_BROKERS", self.kafka.brokers.clone()),
             ("KAFKA_TOPIC", self.kafka.topic.clone()),
             ("KAFKA_GROUP", self.kafka.group.clone()),
             ("KAFKA_PARTITIONS", self.kafka.partitions.to_string()),
-            ("MYSQL_URL", s.mysql.url.clone()),
-            ("REDIS_URL", s.redis.url.clone()),
-            ("ES_URL", s.es.url.clone()),
-            ("ES_INDEX", s.es.index.clone()),
-            ("MONGO_URL", s.mongo.url.clone()),
-            ("MONGO_DB", s.mongo.database.clone()),
-            ("MONGO_COLLECTION", s.mongo.collection.clone()),
         ]
         .into_iter()
+        .chain(self.stores.env())
         .map(|(k, v)| (k.to_string(), v))
         .collect()
     }

@@ -1,7 +1,7 @@
-//! The writer's configuration: flags with environment variables, defaults = the seed's topology
+//! The writer's configuration: flags with environment variables, defaults = the reference experiment's topology
 //! (3 consumers, batch pull, MySQL written synchronously, the other three asynchronously).
 
-use crate::pool::PoolSpec;
+use crate::driver::PoolSpec;
 use clap::{Parser, ValueEnum};
 use pipeline_common::config::KafkaArgs;
 use pipeline_stores::StoreArgs;
@@ -14,7 +14,7 @@ use std::time::Duration;
 pub enum PoolMode {
     /// One pool per asynchronous store: a slow store cannot starve the others.
     PerStore,
-    /// One pool shared by every asynchronous store, as in the seed.
+    /// One pool shared by every asynchronous store, as in the reference experiment.
     Shared,
 }
 
@@ -22,7 +22,7 @@ pub enum PoolMode {
 pub enum CommitMode {
     /// Commit an offset only when every record up to it is in all four stores.
     AfterWrite,
-    /// The seed's behaviour: commit once the async writes are submitted. LOSES the queued
+    /// The reference experiment's behaviour: commit once the async writes are submitted. LOSES the queued
     /// writes if the process dies; kept only to measure what the safety costs.
     AfterSubmit,
 }
@@ -70,7 +70,7 @@ impl StorePools {
             core: 4,
             max: 8,
             queue: 64,
-            policy: crate::pool::Policy::Block,
+            policy: crate::driver::Policy::Block,
         })
     }
 }
@@ -130,18 +130,18 @@ pub struct WriterConfig {
     #[arg(long, env = "WRITER_BATCH_MAX", default_value_t = 500)]
     pub batch_max: usize,
     /// Longest wait for a batch to fill, in milliseconds.
-    #[arg(long, env = "WRITER_BATCH_WAIT", default_value_t = 10)]
-    pub batch_wait: u64,
+    #[arg(long, env = "WRITER_BATCH_WAIT_MS", default_value_t = 10, alias = "batch-wait")]
+    pub batch_wait_ms: u64,
 
-    /// Stores written synchronously: `mysql` (seed C), `es` (seed A), `none` (seed B), `all`,
+    /// Stores written synchronously: `mysql` (policy C), `es` (policy A), `none` (policy B), `all`,
     /// or a comma list.
     #[arg(long, env = "WRITER_SYNC_STORES", default_value = "mysql")]
     pub sync_stores: SyncStores,
-    /// How asynchronous writes are pooled: one pool per store, or one shared pool (the seed's).
+    /// How asynchronous writes are pooled: one pool per store, or one shared pool (the reference experiment's).
     #[arg(long, env = "WRITER_POOL", value_enum, default_value_t = PoolMode::PerStore)]
     pub pool: PoolMode,
     /// The shared pool (`--pool shared`): core/max/queue/policy, policy caller-runs, block or
-    /// reject. The seed's shape by default.
+    /// reject. The reference experiment's shape by default.
     #[arg(long, env = "WRITER_POOL_SHARED", default_value = "12/24/1000/caller-runs")]
     pub pool_shared: PoolSpec,
     /// One `--pool-<store>` flag per store of the registry.
@@ -179,7 +179,7 @@ pub struct WriterConfig {
 
 impl WriterConfig {
     pub fn batch_wait(&self) -> Duration {
-        Duration::from_millis(self.batch_wait)
+        Duration::from_millis(self.batch_wait_ms)
     }
 
     pub fn shutdown_grace(&self) -> Duration {
@@ -196,7 +196,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn defaults_reproduce_the_seed() {
+    fn defaults_reproduce_the_reference_experiment() {
         let c = WriterConfig::parse_from(["writer"]);
         assert_eq!(c.consumers, 3);
         assert_eq!(c.sync_stores, SyncStores(vec![StoreKind::Mysql]));

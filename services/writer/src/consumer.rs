@@ -1,10 +1,10 @@
-//! One consumer of the group: pull a batch, decode it, hand it to the dispatcher, commit the
+//! One consumer of the group: pull a batch, decode it, hand it to the driver, commit the
 //! offsets whose records are stored everywhere (see [`crate::tracker`] for what may be committed
 //! across rebalances).
 
 use crate::config::{CommitMode, WriterConfig};
-use crate::dispatch::{Completion, Dispatcher, Ticket};
 use crate::dlq::Dlq;
+use crate::driver::{Completion, Driver, Ticket};
 use crate::tracker::{Epoch, Tracker};
 use anyhow::bail;
 use metrics::{counter, gauge};
@@ -211,12 +211,12 @@ pub struct BatchConsumer {
     cfg: Arc<WriterConfig>,
     consumer: StreamConsumer<Ctx>,
     tracker: Shared,
-    dispatcher: Arc<Dispatcher>,
+    driver: Arc<Driver<Dlq>>,
     dlq: Dlq,
 }
 
 impl BatchConsumer {
-    pub fn new(id: usize, cfg: Arc<WriterConfig>, dispatcher: Arc<Dispatcher>, dlq: Dlq) -> anyhow::Result<Self> {
+    pub fn new(id: usize, cfg: Arc<WriterConfig>, driver: Arc<Driver<Dlq>>, dlq: Dlq) -> anyhow::Result<Self> {
         let tracker = Shared::default();
         let ctx = Ctx { topic: cfg.kafka.topic.clone(), tracker: tracker.clone() };
         let consumer: StreamConsumer<Ctx> = client_config(&cfg.kafka)
@@ -228,7 +228,7 @@ impl BatchConsumer {
             .set("heartbeat.interval.ms", "1000")
             .create_with_context(ctx)?;
         consumer.subscribe(&[&cfg.kafka.topic])?;
-        Ok(BatchConsumer { id, cfg, consumer, tracker, dispatcher, dlq })
+        Ok(BatchConsumer { id, cfg, consumer, tracker, driver, dlq })
     }
 
     /// Runs until `stop` is cancelled, then waits at most the shutdown grace for in-flight
@@ -408,15 +408,15 @@ impl BatchConsumer {
             }
         }
         let after_submit = self.cfg.commit == CommitMode::AfterSubmit;
-        let writes = if messages.is_empty() { 0 } else { self.dispatcher.pooled_writes() };
-        // after-submit: the seed's behaviour. The pool jobs get a ticket nobody listens to, and
+        let writes = if messages.is_empty() { 0 } else { self.driver.pooled_writes() };
+        // after-submit: the reference experiment's behaviour. The pool jobs get a ticket nobody listens to, and
         // the batch counts as done as soon as they are submitted.
         let (detached, _) = mpsc::unbounded_channel();
         // With no pooled writes the ticket fires at once, but the completion is only applied by
         // `run` after this function returns, i.e. after the synchronous writes are done.
         let ticket = Ticket::new(batch, writes, if after_submit { detached } else { done.clone() });
         if !messages.is_empty() {
-            self.dispatcher.dispatch(Arc::new(messages), bytes, ticket).await?;
+            self.driver.dispatch(Arc::new(messages), bytes, ticket).await?;
         }
         if after_submit {
             let _ = done.send(Completion { batch, ok: true });

@@ -12,6 +12,7 @@
 //! A dead letter means a 202 was not kept: the ingest refuses with a 4xx everything a store is
 //! known to refuse, so this topic should stay empty; `writer_dlq_records_total` says if it does not.
 
+use crate::driver::DeadLetters;
 use metrics::counter;
 use pipeline_common::catalog;
 use pipeline_common::config::KafkaArgs;
@@ -40,11 +41,6 @@ impl Dlq {
         self.send(key.as_bytes(), payload, "decode", None, error).await
     }
 
-    /// A message that `store` refuses for good (keyed by its id).
-    pub async fn send_refused(&self, store: &str, msg: &Message, error: &str) {
-        self.send(msg.id.as_bytes(), msg.to_json().as_bytes(), store, Some(&msg.id), error).await
-    }
-
     /// Sends one record and waits until the broker has it (retrying while it does not), because
     /// the original's offset is committed right after.
     async fn send(&self, key: &[u8], payload: &[u8], store: &str, id: Option<&str>, error: &str) {
@@ -67,5 +63,13 @@ impl Dlq {
                 }
             }
         }
+    }
+}
+
+/// A message a store refuses for good, keyed by its id.
+#[async_trait::async_trait]
+impl DeadLetters for Dlq {
+    async fn refused(&self, store: &'static str, msg: &Message, reason: &str) {
+        self.send(msg.id.as_bytes(), msg.to_json().as_bytes(), store, Some(&msg.id), reason).await
     }
 }

@@ -3,8 +3,8 @@
 
 use crate::config::WriterConfig;
 use crate::consumer::BatchConsumer;
-use crate::dispatch::Dispatcher;
 use crate::dlq::Dlq;
+use crate::driver::Driver;
 use actix_web::{web, App, HttpResponse, HttpServer};
 use anyhow::Context;
 use metrics_exporter_prometheus::PrometheusHandle;
@@ -52,7 +52,7 @@ pub async fn run(cfg: WriterConfig, stop: CancellationToken) -> anyhow::Result<(
 
     let dlq = Dlq::new(&cfg.kafka, &cfg.dlq_topic)?;
     let cfg = Arc::new(cfg);
-    let dispatcher = Arc::new(Dispatcher::new(&cfg, stores, dlq.clone()));
+    let driver = Arc::new(Driver::new(&cfg, stores, dlq.clone()));
     tracing::info!(
         consumers = cfg.consumers,
         sync = ?cfg.sync_stores.0,
@@ -65,7 +65,7 @@ pub async fn run(cfg: WriterConfig, stop: CancellationToken) -> anyhow::Result<(
     // exit non-zero, so a supervisor restarts it; none can die while the rest carry on unseen.
     let mut tasks = tokio::task::JoinSet::new();
     for id in 0..cfg.consumers {
-        let c = BatchConsumer::new(id, cfg.clone(), dispatcher.clone(), dlq.clone())?;
+        let c = BatchConsumer::new(id, cfg.clone(), driver.clone(), dlq.clone())?;
         tasks.spawn(c.run(stop.clone()));
     }
     let mut failure: Option<anyhow::Error> = None;

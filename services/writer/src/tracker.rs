@@ -4,7 +4,7 @@
 //! Batches finish out of order (a slow Elasticsearch write for batch 1 can end after batch 2),
 //! so each partition's batches are kept in offset order and a commit only ever reaches the
 //! first batch still in flight: a committed offset means every record before it is in every
-//! store (the seed committed as soon as the async writes were submitted).
+//! store (the reference experiment committed as soon as the async writes were submitted).
 //!
 //! Rebalances make this subtle. librdkafka runs the rebalance callback inside `recv()`, so a
 //! batch being collected can hold records pulled before its partition was revoked, and even

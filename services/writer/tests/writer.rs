@@ -26,27 +26,27 @@ async fn policy_run(label: &str, args: &[&str], check: &[(&str, f64)]) {
 }
 
 #[tokio::test]
-async fn seed_c_mysql_sync_per_store_pools() {
+async fn policy_c_mysql_sync_per_store_pools() {
     policy_run("c_per", &["--sync-stores", "mysql", "--pool", "per-store"], &[]).await;
 }
 
 #[tokio::test]
-async fn seed_c_mysql_sync_shared_pool() {
+async fn policy_c_mysql_sync_shared_pool() {
     policy_run("c_sh", &["--sync-stores", "mysql", "--pool", "shared"], &[]).await;
 }
 
 #[tokio::test]
-async fn seed_a_es_sync_shared_pool() {
+async fn policy_a_es_sync_shared_pool() {
     policy_run("a_sh", &["--sync-stores", "es", "--pool", "shared"], &[]).await;
 }
 
 #[tokio::test]
-async fn seed_a_es_sync_per_store_pools() {
+async fn policy_a_es_sync_per_store_pools() {
     policy_run("a_per", &["--sync-stores", "es", "--pool", "per-store"], &[]).await;
 }
 
 #[tokio::test]
-async fn seed_b_all_async_shared_pool() {
+async fn policy_b_all_async_shared_pool() {
     policy_run(
         "b_sh",
         &["--sync-stores", "none", "--pool", "shared"],
@@ -56,7 +56,7 @@ async fn seed_b_all_async_shared_pool() {
 }
 
 #[tokio::test]
-async fn seed_b_all_async_per_store_reject_policy() {
+async fn policy_b_all_async_per_store_reject_policy() {
     // Tiny pools with the `reject` policy: rejections happen, and nothing is lost to them.
     policy_run(
         "b_rej",

@@ -1,5 +1,6 @@
 //! How to reach MongoDB.
 
+use crate::StoreFlags;
 use clap::Args;
 
 #[derive(Debug, Clone, Args)]
@@ -13,4 +14,14 @@ pub struct MongoArgs {
     /// Collection holding the messages.
     #[arg(id = "mongo-collection", long = "mongo-collection", env = "MONGO_COLLECTION", default_value = "messages")]
     pub collection: String,
+}
+
+impl StoreFlags for MongoArgs {
+    fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("MONGO_URL", self.url.clone()),
+            ("MONGO_DB", self.database.clone()),
+            ("MONGO_COLLECTION", self.collection.clone()),
+        ]
+    }
 }

@@ -1,6 +1,8 @@
 //! MongoDB: `insert_many(ordered = false)` into `<db>.<collection>` with `_id` = message id.
 
 mod args;
+#[cfg(feature = "fixture")]
+mod fixture;
 mod store;
 
 pub use args::MongoArgs;

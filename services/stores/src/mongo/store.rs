@@ -7,7 +7,7 @@
 //! transient and the writer retries it.
 
 use super::MongoArgs;
-use crate::{Rejected, Store, StoreError, StoreKind, StoredId, CONNECT_TIMEOUT};
+use crate::{Backend, Rejected, Store, StoreError, StoreKind, StoredId, CONNECT_TIMEOUT};
 use async_trait::async_trait;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, DateTime, Document};
@@ -66,8 +66,11 @@ fn classify(e: mongodb::error::Error, batch: &[Message]) -> Result<Vec<Rejected>
     }
 }
 
-impl MongoStore {
-    pub async fn connect(args: &MongoArgs) -> Result<Self, StoreError> {
+#[async_trait]
+impl Backend for MongoStore {
+    type Args = MongoArgs;
+
+    async fn connect(args: &MongoArgs) -> Result<Self, StoreError> {
         let mut opts = ClientOptions::parse(&args.url).await.map_err(|e| StoreError::permanent(KIND, e))?;
         opts.connect_timeout = Some(CONNECT_TIMEOUT);
         opts.server_selection_timeout = Some(CONNECT_TIMEOUT);

@@ -1,5 +1,6 @@
 //! How to reach MySQL / MariaDB.
 
+use crate::StoreFlags;
 use clap::Args;
 
 /// MySQL / MariaDB, the system of record.
@@ -16,4 +17,10 @@ pub struct MysqlArgs {
     /// Connections in the pool.
     #[arg(id = "mysql-pool", long = "mysql-pool", env = "MYSQL_POOL", default_value_t = 8)]
     pub pool: u32,
+}
+
+impl StoreFlags for MysqlArgs {
+    fn env(&self) -> Vec<(&'static str, String)> {
+        vec![("MYSQL_URL", self.url.clone()), ("MYSQL_POOL", self.pool.to_string())]
+    }
 }

@@ -1,6 +1,8 @@
 //! MySQL / MariaDB: the system of record, 16 shard tables (`messages_00` … `messages_15`).
 
 mod args;
+#[cfg(feature = "fixture")]
+mod fixture;
 mod store;
 
 pub use args::MysqlArgs;

@@ -5,7 +5,7 @@
 //! turn real errors (a truncated value) into warnings and store damaged rows silently.
 
 use super::MysqlArgs;
-use crate::{Rejected, Store, StoreError, StoreKind, StoredId, CONNECT_TIMEOUT};
+use crate::{Backend, Rejected, Store, StoreError, StoreKind, StoredId, CONNECT_TIMEOUT};
 use async_trait::async_trait;
 use pipeline_common::message::{shard_table, Message, SENT_AT_YEARS, SHARDS};
 use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
@@ -72,8 +72,11 @@ pub struct MysqlStore {
     pool: MySqlPool,
 }
 
-impl MysqlStore {
-    pub async fn connect(args: &MysqlArgs) -> Result<Self, StoreError> {
+#[async_trait]
+impl Backend for MysqlStore {
+    type Args = MysqlArgs;
+
+    async fn connect(args: &MysqlArgs) -> Result<Self, StoreError> {
         let pool = MySqlPoolOptions::new()
             .max_connections(args.pool)
             .acquire_timeout(CONNECT_TIMEOUT)
@@ -82,7 +85,9 @@ impl MysqlStore {
             .map_err(err)?;
         Ok(Self { pool })
     }
+}
 
+impl MysqlStore {
     pub fn pool(&self) -> &MySqlPool {
         &self.pool
     }

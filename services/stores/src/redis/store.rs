@@ -4,7 +4,7 @@
 //! stall a Redis that the writer is still using.
 
 use super::RedisArgs;
-use crate::{Rejected, Store, StoreError, StoreKind, StoredId, CONNECT_TIMEOUT};
+use crate::{Backend, Rejected, Store, StoreError, StoreKind, StoredId, CONNECT_TIMEOUT};
 use async_trait::async_trait;
 use pipeline_common::message::Message;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -24,8 +24,11 @@ pub struct RedisStore {
     conn: ConnectionManager,
 }
 
-impl RedisStore {
-    pub async fn connect(args: &RedisArgs) -> Result<Self, StoreError> {
+#[async_trait]
+impl Backend for RedisStore {
+    type Args = RedisArgs;
+
+    async fn connect(args: &RedisArgs) -> Result<Self, StoreError> {
         let client = redis::Client::open(args.url.as_str()).map_err(|e| StoreError::permanent(KIND, e))?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(CONNECT_TIMEOUT))
@@ -37,7 +40,9 @@ impl RedisStore {
             .map_err(err)?;
         Ok(Self { conn })
     }
+}
 
+impl RedisStore {
     /// Calls `each` with every chunk of `msg:*` keys, via SCAN.
     async fn scan(&self, mut each: impl AsyncChunk) -> Result<(), StoreError> {
         let mut conn = self.conn.clone();

@@ -1,8 +1,8 @@
 //! A bounded, observable worker pool for asynchronous store writes, with the semantics of the
-//! seed's Java `ThreadPoolExecutor`: `core` workers, then a bounded queue, then extra workers up
+//! reference experiment's Java `ThreadPoolExecutor`: `core` workers, then a bounded queue, then extra workers up
 //! to `max`, then the rejection policy.
 //!
-//! The seed's lesson is that `CallerRunsPolicy` silently turns "async" into "sync". Here every
+//! The reference experiment's lesson (docs/seed.md) is that `CallerRunsPolicy` silently turns "async" into "sync". Here every
 //! rejection is an event with a counter (`writer_pool_rejected_total`,
 //! `writer_pool_caller_runs_total`) next to the queue depth and active worker gauges, so the
 //! degradation shows on a dashboard the moment it starts.
@@ -13,68 +13,14 @@
 //! would otherwise be gigabytes. A job that panics is contained here: its worker carries on, the
 //! panic is counted (`writer_pool_panics_total`), and the job's own guard fails its batch.
 
+use super::spec::{Policy, PoolSpec};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use metrics::{counter, gauge, Counter, Gauge};
 use pipeline_common::catalog;
 use std::collections::VecDeque;
-use std::fmt;
-use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
-
-/// What happens to a submission when the queue is full and all `max` workers are busy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Policy {
-    /// The submitting consumer runs the job itself (the seed's `CallerRunsPolicy`).
-    CallerRuns,
-    /// The submitter waits until the queue has room.
-    Block,
-    /// The submission fails; the caller retries it later.
-    Reject,
-}
-
-/// Pool shape, written `core/max/queue/policy`, e.g. the seed's `12/24/1000/caller-runs`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PoolSpec {
-    pub core: usize,
-    pub max: usize,
-    pub queue: usize,
-    pub policy: Policy,
-}
-
-impl FromStr for PoolSpec {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let parts: Vec<&str> = s.split('/').collect();
-        let [core, max, queue, policy] = parts[..] else {
-            return Err(format!("pool spec `{s}` is not core/max/queue/policy (e.g. 12/24/1000/caller-runs)"));
-        };
-        let num = |v: &str, what: &str| v.parse::<usize>().map_err(|_| format!("pool {what} `{v}` is not a number"));
-        let policy = match policy {
-            "caller-runs" => Policy::CallerRuns,
-            "block" => Policy::Block,
-            "reject" => Policy::Reject,
-            other => return Err(format!("pool policy `{other}` is not caller-runs, block or reject")),
-        };
-        let spec = PoolSpec { core: num(core, "core")?, max: num(max, "max")?, queue: num(queue, "queue")?, policy };
-        if spec.core == 0 || spec.max < spec.core {
-            return Err(format!("pool `{s}`: need 1 <= core <= max"));
-        }
-        Ok(spec)
-    }
-}
-
-impl fmt::Display for PoolSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let p = match self.policy {
-            Policy::CallerRuns => "caller-runs",
-            Policy::Block => "block",
-            Policy::Reject => "reject",
-        };
-        write!(f, "{}/{}/{}/{p}", self.core, self.max, self.queue)
-    }
-}
 
 /// A unit of work: one store write of one batch, and the bytes it holds while queued.
 pub struct Job {
@@ -95,7 +41,7 @@ struct State {
     active: usize,
     queue: VecDeque<Job>,
     queue_bytes: usize,
-    /// Highest queue depth and active count since start (the seed's "队列峰值 / 活跃线程峰值").
+    /// Highest queue depth and active count since start (the "queue peak / active peak" the reference experiment reported).
     peak_queue: usize,
     peak_active: usize,
 }
@@ -208,7 +154,7 @@ impl Pool {
             Err(panic) => {
                 self.0.m.panics.increment(1);
                 counter!(catalog::WRITER_PANICS_TOTAL, "where" => "pool_job").increment(1);
-                tracing::error!(pool = %self.0.name, panic = %crate::retry::panic_message(&*panic), "pool job panicked");
+                tracing::error!(pool = %self.0.name, panic = %super::retry::panic_message(&*panic), "pool job panicked");
             }
         }
     }
@@ -300,18 +246,6 @@ mod tests {
 
     fn spec(s: &str) -> PoolSpec {
         s.parse().unwrap()
-    }
-
-    #[test]
-    fn parses_the_seed_shape() {
-        assert_eq!(
-            spec("12/24/1000/caller-runs"),
-            PoolSpec { core: 12, max: 24, queue: 1000, policy: Policy::CallerRuns }
-        );
-        assert_eq!(spec("2/2/0/reject").to_string(), "2/2/0/reject");
-        assert!("12/24/1000".parse::<PoolSpec>().is_err());
-        assert!("3/2/10/block".parse::<PoolSpec>().is_err());
-        assert!("1/1/1/drop".parse::<PoolSpec>().unwrap_err().contains("drop"));
     }
 
     #[tokio::test]

@@ -1,6 +1,8 @@
 //! Elasticsearch / OpenSearch: `_bulk` index into one index with `_id` = message id.
 
 mod args;
+#[cfg(feature = "fixture")]
+mod fixture;
 mod store;
 
 pub use args::EsArgs;

@@ -131,66 +131,11 @@ pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::fake::{batch, Fake};
     use super::*;
-    use async_trait::async_trait;
-    use pipeline_stores::{StoreKind, StoredId};
     use std::sync::Mutex;
 
-    /// An in-process store: refuses batches holding a `poison` id (permanently), fails the first
-    /// `flaky` calls transiently, or panics on a `panic` id. Records every successful write.
-    #[derive(Default)]
-    struct Fake {
-        flaky: Mutex<usize>,
-        calls: Mutex<usize>,
-        stored: Mutex<Vec<String>>,
-    }
-
-    #[async_trait]
-    impl Store for Fake {
-        fn kind(&self) -> StoreKind {
-            StoreKind::Mysql
-        }
-        async fn prepare(&self) -> Result<(), StoreError> {
-            Ok(())
-        }
-        async fn write(&self, batch: &[Message]) -> Result<Vec<Rejected>, StoreError> {
-            *self.calls.lock().unwrap() += 1;
-            if batch.iter().any(|m| m.id.starts_with("panic")) {
-                panic!("adapter bug on {}", batch[0].id);
-            }
-            {
-                let mut f = self.flaky.lock().unwrap();
-                if *f > 0 {
-                    *f -= 1;
-                    return Err(StoreError::transient(StoreKind::Mysql, "connection reset"));
-                }
-            }
-            if batch.iter().any(|m| m.id.starts_with("poison")) {
-                return Err(StoreError::permanent(StoreKind::Mysql, "1406 Data too long"));
-            }
-            self.stored.lock().unwrap().extend(batch.iter().map(|m| m.id.clone()));
-            Ok(Vec::new())
-        }
-        async fn count(&self) -> Result<u64, StoreError> {
-            Ok(self.stored.lock().unwrap().len() as u64)
-        }
-        async fn ids(&self) -> Result<Vec<StoredId>, StoreError> {
-            Ok(Vec::new())
-        }
-        async fn reset(&self) -> Result<(), StoreError> {
-            Ok(())
-        }
-    }
-
-    fn batch(ids: &[&str]) -> Vec<Message> {
-        let mut msgs = pipeline_testkit::messages(ids.len(), "t");
-        for (m, id) in msgs.iter_mut().zip(ids) {
-            m.id = id.to_string();
-        }
-        msgs
-    }
-
-    const FAST: Backoff = Backoff { min: Duration::from_millis(1), max: Duration::from_millis(4) };
+    use super::super::fake::FAST;
 
     #[tokio::test]
     async fn a_permanent_error_is_isolated_to_the_records_that_cause_it() {

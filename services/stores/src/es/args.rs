@@ -1,5 +1,6 @@
 //! How to reach Elasticsearch / OpenSearch.
 
+use crate::StoreFlags;
 use clap::Args;
 use std::time::Duration;
 
@@ -20,5 +21,15 @@ pub struct EsArgs {
 impl EsArgs {
     pub fn timeout(&self) -> Duration {
         Duration::from_millis(self.timeout_ms)
+    }
+}
+
+impl StoreFlags for EsArgs {
+    fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("ES_URL", self.url.clone()),
+            ("ES_INDEX", self.index.clone()),
+            ("ES_TIMEOUT_MS", self.timeout_ms.to_string()),
+        ]
     }
 }

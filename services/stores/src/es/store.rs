@@ -7,7 +7,7 @@
 //! items that did succeed is harmless).
 
 use super::EsArgs;
-use crate::{Rejected, Store, StoreError, StoreKind, StoredId};
+use crate::{Backend, Rejected, Store, StoreError, StoreKind, StoredId};
 use async_trait::async_trait;
 use elasticsearch::http::response::Response;
 use elasticsearch::http::transport::{SingleNodeConnectionPool, TransportBuilder};
@@ -62,8 +62,12 @@ async fn json_of(resp: Response, what: &str) -> Result<Value, StoreError> {
     }
 }
 
-impl EsStore {
-    pub fn connect(args: &EsArgs) -> Result<Self, StoreError> {
+#[async_trait]
+impl Backend for EsStore {
+    type Args = EsArgs;
+
+    /// No request is made here: the client connects on first use (and `prepare` is the first).
+    async fn connect(args: &EsArgs) -> Result<Self, StoreError> {
         let url = url::Url::parse(&args.url).map_err(|e| StoreError::permanent(KIND, e))?;
         let transport = TransportBuilder::new(SingleNodeConnectionPool::new(url))
             .timeout(args.timeout())
@@ -72,7 +76,9 @@ impl EsStore {
             .map_err(|e| StoreError::permanent(KIND, e))?;
         Ok(Self { client: Elasticsearch::new(transport), index: args.index.clone() })
     }
+}
 
+impl EsStore {
     async fn refresh(&self) -> Result<(), StoreError> {
         let resp =
             self.client.indices().refresh(IndicesRefreshParts::Index(&[&self.index])).send().await.map_err(err)?;

@@ -1,0 +1,13 @@
+//! A test's own index (created by `prepare`).
+
+use super::{EsArgs, EsStore};
+use crate::{Fixture, StoreError};
+use async_trait::async_trait;
+
+#[async_trait]
+impl Fixture for EsStore {
+    async fn isolate(args: &mut EsArgs, namespace: &str) -> Result<(), StoreError> {
+        args.index = namespace.to_string();
+        Ok(())
+    }
+}

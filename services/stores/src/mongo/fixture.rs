@@ -1,0 +1,13 @@
+//! A test's own database (created on first write).
+
+use super::{MongoArgs, MongoStore};
+use crate::{Fixture, StoreError};
+use async_trait::async_trait;
+
+#[async_trait]
+impl Fixture for MongoStore {
+    async fn isolate(args: &mut MongoArgs, namespace: &str) -> Result<(), StoreError> {
+        args.database = namespace.to_string();
+        Ok(())
+    }
+}

@@ -1,0 +1,19 @@
+//! Redis cannot be namespaced without changing the `msg:` key format, so a test gets database 1,
+//! emptied; tests that use it hold the test kit's `exclusive()` guard so they run one at a time.
+
+use super::{RedisArgs, RedisStore};
+use crate::{Fixture, StoreError, StoreKind};
+use async_trait::async_trait;
+
+#[async_trait]
+impl Fixture for RedisStore {
+    async fn isolate(args: &mut RedisArgs, _namespace: &str) -> Result<(), StoreError> {
+        let fail = |e: &dyn std::fmt::Display| StoreError::permanent(StoreKind::Redis, e);
+        let mut url = url::Url::parse(&args.url).map_err(|e| fail(&e))?;
+        url.set_path("/1");
+        args.url = url.to_string();
+        let client = redis::Client::open(args.url.as_str()).map_err(|e| fail(&e))?;
+        let mut conn = client.get_multiplexed_async_connection().await.map_err(|e| fail(&e))?;
+        redis::cmd("FLUSHDB").query_async::<()>(&mut conn).await.map_err(|e| fail(&e))
+    }
+}

@@ -1,0 +1,202 @@
+//! The driver: gets every batch into every store, the way the write policy says, and tells the
+//! consumer when a batch is stored everywhere (or that it never will be).
+//!
+//! - [`Driver`] (this file) is the policy: which stores are written on the consumer task
+//!   (`--sync-stores`), which through [`pool`]s (`--pool shared|per-store`). The reference experiment's A/B/C
+//!   experiment lives here as data instead of three code variants.
+//! - [`retry`] gets one batch into one store whatever the store says: transient errors retried,
+//!   permanent ones isolated and returned, panics contained. It knows nothing of pools.
+//! - [`pool`] is the bounded, observable worker pool ([`spec`] its `core/max/queue/policy`).
+//! - [`ticket`] counts a batch's pooled writes down and reports the batch to the consumer once.
+//!
+//! It is generic over where refused records go ([`DeadLetters`]): the writer's Kafka dead-letter
+//! topic in production, an in-process list in the unit tests, so the whole driver (policy, pool,
+//! retry, dead letters, completion) is tested without servers. Stores are already `dyn Store`.
+
+#[cfg(test)]
+mod fake;
+pub mod pool;
+pub mod retry;
+pub mod spec;
+pub mod ticket;
+
+pub use pool::{Job, Pool};
+pub use retry::{Backoff, Panicked};
+pub use spec::{Policy, PoolSpec};
+pub use ticket::{Completion, Ticket};
+
+use crate::config::{PoolMode, WriterConfig};
+use async_trait::async_trait;
+use pipeline_common::Message;
+use pipeline_stores::Store;
+use std::sync::Arc;
+use std::time::Duration;
+use ticket::JobGuard;
+
+/// Where the records a store refuses for good go. `refused` returns once they are safely kept
+/// (acknowledged by the dead-letter topic), because the batch's offset may be committed right after.
+#[async_trait]
+pub trait DeadLetters: Clone + Send + Sync + 'static {
+    async fn refused(&self, store: &'static str, msg: &Message, reason: &str);
+}
+
+pub struct Driver<D: DeadLetters> {
+    sync: Vec<Arc<dyn Store>>,
+    pooled: Vec<(Arc<dyn Store>, Pool)>,
+    dlq: D,
+    backoff: Backoff,
+}
+
+impl<D: DeadLetters> Driver<D> {
+    pub fn new(cfg: &WriterConfig, stores: Vec<Arc<dyn Store>>, dlq: D) -> Self {
+        // Created on first use, so per-store mode exports no idle `shared` pool.
+        let mut shared: Option<Pool> = None;
+        let (mut sync, mut pooled) = (Vec::new(), Vec::new());
+        for s in stores {
+            if cfg.sync_stores.0.contains(&s.kind()) {
+                sync.push(s);
+            } else {
+                let pool = match cfg.pool {
+                    PoolMode::Shared => shared
+                        .get_or_insert_with(|| Pool::new("shared", cfg.pool_shared, cfg.pool_queue_max_bytes))
+                        .clone(),
+                    PoolMode::PerStore => Pool::new(s.kind().name(), cfg.pool_spec(s.kind()), cfg.pool_queue_max_bytes),
+                };
+                pooled.push((s, pool));
+            }
+        }
+        let backoff =
+            Backoff { min: Duration::from_millis(cfg.retry_min_ms), max: Duration::from_millis(cfg.retry_max_ms) };
+        Driver { sync, pooled, dlq, backoff }
+    }
+
+    /// Number of pooled writes per batch, i.e. the count a [`Ticket`] starts from.
+    pub fn pooled_writes(&self) -> usize {
+        self.pooled.len()
+    }
+
+    /// Writes the synchronous stores now, then submits one job per pooled store; `ticket`
+    /// reports when the pooled writes are all done. Returns once every job is accepted, or
+    /// `Err` when a synchronous write panicked (nothing of this batch may be committed).
+    pub async fn dispatch(&self, batch: Arc<Vec<Message>>, bytes: usize, ticket: Arc<Ticket>) -> Result<(), Panicked> {
+        for store in &self.sync {
+            write_and_dead_letter(store.as_ref(), &batch, &self.dlq, self.backoff).await?;
+        }
+        for (store, pool) in &self.pooled {
+            let mut job = self.job(store.clone(), batch.clone(), bytes, ticket.clone());
+            // Policy `reject`: the submission failed and was counted; try again after a pause.
+            while let Err(rejected) = pool.submit(job).await {
+                job = rejected.0;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        Ok(())
+    }
+
+    fn job(&self, store: Arc<dyn Store>, batch: Arc<Vec<Message>>, bytes: usize, ticket: Arc<Ticket>) -> Job {
+        let (dlq, backoff) = (self.dlq.clone(), self.backoff);
+        let guard = JobGuard { ticket, finished: false };
+        Job::new(bytes, async move {
+            // Move the whole guard in (a closure would otherwise capture only the `bool` field,
+            // and the guard would fire as soon as the job is built).
+            let mut guard = guard;
+            guard.finished = write_and_dead_letter(store.as_ref(), &batch, &dlq, backoff).await.is_ok();
+        })
+    }
+}
+
+/// One store write of one batch, with the records it refuses for good dead-lettered (and
+/// acknowledged by the dead-letter topic) before it returns.
+async fn write_and_dead_letter(
+    store: &dyn Store,
+    batch: &[Message],
+    dlq: &impl DeadLetters,
+    backoff: Backoff,
+) -> Result<(), Panicked> {
+    let name = store.kind().name();
+    for r in retry::store_batch(store, batch, backoff).await? {
+        match batch.iter().find(|m| m.id == r.id) {
+            Some(msg) => dlq.refused(name, msg, &r.reason).await,
+            // An adapter naming an id that is not in the batch is a bug: nothing to dead-letter.
+            None => tracing::error!(store = name, id = %r.id, "store refused an id that is not in the batch"),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fake::{batch, Fake, Letters};
+    use super::*;
+    use clap::Parser;
+    use pipeline_stores::StoreKind;
+    use tokio::sync::mpsc;
+
+    /// MySQL on the consumer task, Elasticsearch through a one-worker pool that rejects when busy.
+    fn driver(mysql: &Arc<Fake>, es: &Arc<Fake>, letters: &Letters) -> Driver<Letters> {
+        let cfg = WriterConfig::parse_from([
+            "writer",
+            "--sync-stores",
+            "mysql",
+            "--pool",
+            "per-store",
+            "--pool-es",
+            "1/1/0/reject",
+            "--retry-min-ms",
+            "1",
+            "--retry-max-ms",
+            "4",
+        ]);
+        let stores: Vec<Arc<dyn Store>> = vec![mysql.clone(), es.clone()];
+        Driver::new(&cfg, stores, letters.clone())
+    }
+
+    #[tokio::test]
+    async fn a_batch_is_reported_stored_once_every_store_has_it_and_refusals_are_dead_lettered_first() {
+        let (mysql, es) = (Arc::new(Fake::of(StoreKind::Mysql)), Arc::new(Fake::of(StoreKind::Es)));
+        *es.flaky.lock().unwrap() = 3;
+        let letters = Letters::default();
+        let d = driver(&mysql, &es, &letters);
+        assert_eq!(d.pooled_writes(), 1);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        for (n, ids) in [["a", "poison-1", "b"], ["c", "d", "e"]].into_iter().enumerate() {
+            let ticket = Ticket::new(n as u64, d.pooled_writes(), tx.clone());
+            d.dispatch(Arc::new(batch(&ids)), 100, ticket).await.unwrap();
+        }
+        let mut done = Vec::new();
+        while done.len() < 2 {
+            let c = rx.recv().await.unwrap();
+            if c.batch == 0 {
+                // Batch 0 may be committed now: its refused record must already be dead-lettered.
+                assert!(letters.0.lock().unwrap().contains(&("es".into(), "poison-1".into())));
+            }
+            done.push(c);
+        }
+        done.sort_by_key(|c| c.batch);
+        assert_eq!(done, [Completion { batch: 0, ok: true }, Completion { batch: 1, ok: true }]);
+        let mut got = letters.0.lock().unwrap().clone();
+        got.sort();
+        assert_eq!(got, [("es".to_string(), "poison-1".to_string()), ("mysql".into(), "poison-1".into())]);
+        for store in [&mysql, &es] {
+            let mut ids = store.stored.lock().unwrap().clone();
+            ids.sort();
+            assert_eq!(ids, ["a", "b", "c", "d", "e"], "{}", store.kind);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panic_in_a_pooled_write_fails_the_batch_and_one_on_the_consumer_task_stops_it() {
+        let (mysql, es) = (Arc::new(Fake::of(StoreKind::Mysql)), Arc::new(Fake::of(StoreKind::Es)));
+        let d = driver(&mysql, &es, &Letters::default());
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        // The synchronous MySQL write panics first: dispatch returns the panic, no job is submitted.
+        let err = d.dispatch(Arc::new(batch(&["panic-1"])), 10, Ticket::new(0, 1, tx.clone())).await.unwrap_err();
+        assert_eq!(err.store, "mysql");
+        assert!(es.stored.lock().unwrap().is_empty());
+        // Only the pooled store panics (MySQL has no `panic` rule for this id shape): the pool
+        // contains it and the batch is reported failed, never stored.
+        let es_only = Driver::<Letters> { sync: Vec::new(), ..d };
+        es_only.dispatch(Arc::new(batch(&["panic-2"])), 10, Ticket::new(1, 1, tx)).await.unwrap();
+        assert_eq!(rx.recv().await.unwrap(), Completion { batch: 1, ok: false });
+    }
+}

@@ -64,7 +64,8 @@ pub fn register_font(given: Option<&Path>) -> Result<PathBuf, ChartError> {
     // plotters keeps fonts for the life of the process; one leaked font file per run is that.
     let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
     for style in [FontStyle::Normal, FontStyle::Bold] {
-        plotters::style::register_font(FONT, style, bytes).map_err(|_| ChartError::BadFont(path.display().to_string()))?;
+        plotters::style::register_font(FONT, style, bytes)
+            .map_err(|_| ChartError::BadFont(path.display().to_string()))?;
     }
     Ok(DONE.get_or_init(|| path.clone()).clone())
 }
@@ -158,7 +159,11 @@ fn latency(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) -> 
     let mut bars = Vec::new();
     for (ci, c) in cells.iter().enumerate() {
         for (pi, (_, get)) in pcts.iter().enumerate() {
-            let vals: Vec<f64> = views.iter().filter(|v| v.valid && v.slot.policy == c.0 && v.slot.point == c.1).filter_map(|v| get(&v.stats)).collect();
+            let vals: Vec<f64> = views
+                .iter()
+                .filter(|v| v.valid && v.slot.policy == c.0 && v.slot.point == c.1)
+                .filter_map(|v| get(&v.stats))
+                .collect();
             if let Some(s) = spread(&vals) {
                 bars.push((ci, pi, s));
             }
@@ -197,7 +202,12 @@ fn latency(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) -> 
             PathElement::new(vec![(xm, b.2 .1), (xm, b.2 .2)], BLACK.stroke_width(2))
         }))?;
     }
-    chart.configure_series_labels().label_font((FONT, 18)).background_style(WHITE.mix(0.9)).border_style(BLACK).draw()?;
+    chart
+        .configure_series_labels()
+        .label_font((FONT, 18))
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .draw()?;
     root.present()?;
     Ok(())
 }
@@ -290,6 +300,7 @@ fn gradient(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView], p9
         .build_cartesian_2d(0.0..xmax, 0.0..ymax)?;
     chart
         .configure_mesh()
+        .x_label_formatter(&|x| format!("{x:.0}"))
         .x_desc("target requests / s")
         .y_desc(ydesc)
         .y_label_formatter(&|y| format!("{y:.0}"))
@@ -307,7 +318,8 @@ fn gradient(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView], p9
             .rates
             .iter()
             .filter_map(|&r| {
-                let vals: Vec<f64> = mine.iter().filter(|v| v.valid && v.slot.point == r).filter_map(|v| y(v)).collect();
+                let vals: Vec<f64> =
+                    mine.iter().filter(|v| v.valid && v.slot.point == r).filter_map(|v| y(v)).collect();
                 spread(&vals).map(|s| (r as f64, s.0))
             })
             .collect();
@@ -316,17 +328,24 @@ fn gradient(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView], p9
             .draw_series(LineSeries::new(line, c.stroke_width(2)))?
             .label(policy.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
-        chart.draw_series(mine.iter().filter_map(|v| {
-            let p = (v.slot.point as f64, y(v)?);
-            Some(if v.valid {
-                EmptyElement::at(p) + Circle::new((0, 0), 5, c.filled())
-            } else {
-                EmptyElement::at(p) + Circle::new((0, 0), 0, c.filled())
-            })
-        }))?;
-        chart.draw_series(mine.iter().filter(|v| !v.valid).filter_map(|v| Some(Cross::new((v.slot.point as f64, y(v)?), 9, c.stroke_width(3)))))?;
+        chart.draw_series(
+            mine.iter()
+                .filter(|v| v.valid)
+                .filter_map(|v| Some(Circle::new((v.slot.point as f64, y(v)?), 5, c.filled()))),
+        )?;
+        chart.draw_series(
+            mine.iter()
+                .filter(|v| !v.valid)
+                .filter_map(|v| Some(Cross::new((v.slot.point as f64, y(v)?), 9, c.stroke_width(3)))),
+        )?;
     }
-    chart.configure_series_labels().label_font((FONT, 18)).background_style(WHITE.mix(0.9)).border_style(BLACK).position(SeriesLabelPosition::UpperLeft).draw()?;
+    chart
+        .configure_series_labels()
+        .label_font((FONT, 18))
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()?;
     root.present()?;
     Ok(())
 }

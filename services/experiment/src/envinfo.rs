@@ -38,7 +38,10 @@ pub fn mask(value: &str) -> String {
 fn cpu_model() -> Value {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|t| t.lines().find_map(|l| l.strip_prefix("model name").map(|r| r.trim_start_matches([' ', '\t', ':']).to_string())))
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("model name").map(|r| r.trim_start_matches([' ', '\t', ':']).to_string()))
+        })
         .map(Value::String)
         .unwrap_or(Value::Null)
 }
@@ -65,7 +68,9 @@ fn binary(path: &Path) -> Value {
 async fn opensearch(http: &reqwest::Client) -> Value {
     let url = std::env::var("ES_URL").unwrap_or_else(|_| "http://127.0.0.1:9200".into());
     match http.get(&url).send().await {
-        Ok(r) => r.json::<Value>().await.ok().and_then(|v| v.pointer("/version/number").cloned()).unwrap_or(Value::Null),
+        Ok(r) => {
+            r.json::<Value>().await.ok().and_then(|v| v.pointer("/version/number").cloned()).unwrap_or(Value::Null)
+        }
         Err(_) => Value::Null,
     }
 }

@@ -42,7 +42,8 @@ impl Timeline {
         let mut series: BTreeMap<Key, Vec<(f64, f64)>> = BTreeMap::new();
         for (i, line) in text.lines().enumerate().skip(1) {
             let f: Vec<&str> = line.splitn(5, ',').collect();
-            let (Some(t), Some(v)) = (f.first().and_then(|t| t.parse().ok()), f.get(4).and_then(|v| v.parse().ok())) else {
+            let (Some(t), Some(v)) = (f.first().and_then(|t| t.parse().ok()), f.get(4).and_then(|v| v.parse().ok()))
+            else {
                 return Err(EvidenceError::Csv(name, i + 1));
             };
             let key = (f[1].to_string(), f[2].to_string(), f[3].to_string());
@@ -101,7 +102,8 @@ fn read_json(path: &Path) -> Result<Option<Value>, EvidenceError> {
 impl Evidence {
     pub fn load(dir: &Path) -> Result<Evidence, EvidenceError> {
         let plan_path = dir.join("plan.toml");
-        let text = std::fs::read_to_string(&plan_path).map_err(|e| EvidenceError::Io(plan_path.display().to_string(), e))?;
+        let text =
+            std::fs::read_to_string(&plan_path).map_err(|e| EvidenceError::Io(plan_path.display().to_string(), e))?;
         let plan = Plan::from_toml(&text).map_err(|e| EvidenceError::Plan(plan_path.display().to_string(), e))?;
         let env = read_json(&dir.join("env.json"))?;
         let rounds_dir = dir.join("rounds");
@@ -113,7 +115,8 @@ impl Evidence {
         let mut rounds = Vec::new();
         for d in names {
             let rpath = d.join("round.json");
-            let text = std::fs::read_to_string(&rpath).map_err(|e| EvidenceError::Io(rpath.display().to_string(), e))?;
+            let text =
+                std::fs::read_to_string(&rpath).map_err(|e| EvidenceError::Io(rpath.display().to_string(), e))?;
             let record: RoundRecord =
                 serde_json::from_str(&text).map_err(|e| EvidenceError::Json(rpath.display().to_string(), e))?;
             rounds.push(RoundEvidence {

@@ -36,7 +36,12 @@ pub fn valid(gates: &[Gate]) -> bool {
 
 /// The failing gates' details, for a one-line reason.
 pub fn reasons(gates: &[Gate]) -> String {
-    gates.iter().filter(|g| g.verdict == Verdict::Fail).map(|g| format!("{}: {}", g.name, g.detail)).collect::<Vec<_>>().join("; ")
+    gates
+        .iter()
+        .filter(|g| g.verdict == Verdict::Fail)
+        .map(|g| format!("{}: {}", g.name, g.detail))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Boot ids seen in each round (start ids), so a repeat across rounds is caught.
@@ -57,7 +62,11 @@ pub fn evaluate(plan: &Plan, r: &RoundEvidence, s: &RoundStats, owners: &BTreeMa
         out.push(gate("setup", false, e.clone()));
     }
     if let Some(f) = &r.record.fault {
-        out.push(Gate { name: "fault", verdict: Verdict::Warn, detail: format!("injected at {:.0} s: {}", f.at_s, f.detail) });
+        out.push(Gate {
+            name: "fault",
+            verdict: Verdict::Warn,
+            detail: format!("injected at {:.0} s: {}", f.at_s, f.detail),
+        });
     }
     out.push(k6_errors(r, s, g.max_error_rate));
     if let Some(fast) = fast_errors(r, s, g.fast_error_ms) {
@@ -76,14 +85,23 @@ pub fn evaluate(plan: &Plan, r: &RoundEvidence, s: &RoundStats, owners: &BTreeMa
         out.push(gate(
             "rate",
             ratio >= g.min_rate_ratio,
-            format!("{achieved:.0}/s of {target:.0}/s = {:.1} % (needs ≥ {:.0} %)", ratio * 100.0, g.min_rate_ratio * 100.0),
+            format!(
+                "{achieved:.0}/s of {target:.0}/s = {:.1} % (needs ≥ {:.0} %)",
+                ratio * 100.0,
+                g.min_rate_ratio * 100.0
+            ),
         ));
         let planned = target * crate::plan::seconds(&plan.duration).unwrap_or(0.0);
         let share = if planned > 0.0 { s.dropped / planned } else { 0.0 };
         out.push(gate(
             "dropped",
             share <= g.max_dropped_ratio,
-            format!("{} dropped iterations = {:.2} % (at most {:.0} %)", s.dropped, share * 100.0, g.max_dropped_ratio * 100.0),
+            format!(
+                "{} dropped iterations = {:.2} % (at most {:.0} %)",
+                s.dropped,
+                share * 100.0,
+                g.max_dropped_ratio * 100.0
+            ),
         ));
     }
     if let (Some(max), Some(p99)) = (g.max_p99_ms, s.p99) {

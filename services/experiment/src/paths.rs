@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PathError {
-    #[error("no checkout found above {0} (a folder with scripts/stack and k6/): run from the repository or pass --root")]
+    #[error(
+        "no checkout found above {0} (a folder with scripts/stack and k6/): run from the repository or pass --root"
+    )]
     NoRoot(String),
     #[error("k6 not found: set K6_BIN (or --k6) or run scripts/stack up, which installs it under {0}")]
     NoK6(String),

@@ -169,14 +169,24 @@ pub fn builtin(name: &str) -> Option<PolicyDef> {
         "B" => ("none", "B: all four through the pool"),
         "C" => ("mysql", "C: MySQL on the consumer, the rest through the pool"),
         "default" if name == "default" => {
-            return Some(PolicyDef { writer_args: Vec::new(), about: "the writer's defaults (plus writer_args)".into() })
+            return Some(PolicyDef {
+                writer_args: Vec::new(),
+                about: "the writer's defaults (plus writer_args)".into(),
+            })
         }
         _ => return None,
     };
     let args: Vec<String> = if name.ends_with("-per-store") {
         vec!["--sync-stores".into(), sync.into(), "--pool".into(), "per-store".into()]
     } else {
-        vec!["--sync-stores".into(), sync.into(), "--pool".into(), "shared".into(), "--pool-shared".into(), SEED_POOL.into()]
+        vec![
+            "--sync-stores".into(),
+            sync.into(),
+            "--pool".into(),
+            "shared".into(),
+            "--pool-shared".into(),
+            SEED_POOL.into(),
+        ]
     };
     let pool = if name.ends_with("-per-store") { "per-store pools" } else { "the seed's shared pool" };
     Some(PolicyDef { writer_args: args, about: format!("{about}; {pool}") })
@@ -368,7 +378,8 @@ mod tests {
     #[test]
     fn a_plan_survives_its_toml() {
         let mut plan = Plan { shuffle_seed: Some(7), ..Plan::default() };
-        plan.policy.insert("X".into(), PolicyDef { writer_args: vec!["--consumers".into(), "1".into()], about: "".into() });
+        plan.policy
+            .insert("X".into(), PolicyDef { writer_args: vec!["--consumers".into(), "1".into()], about: "".into() });
         let back = Plan::from_toml(&plan.to_toml()).expect("parse");
         assert_eq!(back, plan);
     }

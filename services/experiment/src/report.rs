@@ -25,7 +25,8 @@ pub fn analyse(ev: &Evidence) -> Vec<RoundView> {
         .map(|r| {
             let s = stats::compute(r);
             let g = gates::evaluate(&ev.plan, r, &s, &owners);
-            let slot = r.record.slot.clone().unwrap_or(Slot { index: 0, rep: 0, point: 0, policy: "?".into(), fault: None });
+            let slot =
+                r.record.slot.clone().unwrap_or(Slot { index: 0, rep: 0, point: 0, policy: "?".into(), fault: None });
             RoundView { name: r.name.clone(), slot, valid: gates::valid(&g), stats: s, gates: g }
         })
         .collect()
@@ -98,9 +99,14 @@ pub fn render(ev: &Evidence, views: &[RoundView], charts: &[String]) -> String {
         );
     }
     let valid = views.iter().filter(|v| v.valid).count();
-    let _ = writeln!(md, "**{valid} of {} rounds valid.** Invalid rounds are listed with their reason and left out of every median.\n", views.len());
+    let _ = writeln!(
+        md,
+        "**{valid} of {} rounds valid.** Invalid rounds are listed with their reason and left out of every median.\n",
+        views.len()
+    );
 
     per_policy(&mut md, ev, views);
+    comparisons(&mut md, ev, views);
     cpu_table(&mut md, ev, views);
     pool_table(&mut md, ev, views);
     if plan.load == LoadKind::Open {
@@ -113,7 +119,10 @@ pub fn render(ev: &Evidence, views: &[RoundView], charts: &[String]) -> String {
             let _ = writeln!(md, "![{c}]({c})\n");
         }
     }
-    let _ = writeln!(md, "How to read this report, and what each gate guards against: `docs/experiment.md` in the repository.");
+    let _ = writeln!(
+        md,
+        "How to read this report, and what each gate guards against: `docs/experiment.md` in the repository."
+    );
     md
 }
 
@@ -132,13 +141,11 @@ fn per_policy(md: &mut String, ev: &Evidence, views: &[RoundView]) {
     for (i, c) in cells.iter().enumerate() {
         let vs = valid_of(views, c);
         let all = views.iter().filter(|v| v.slot.policy == c.0 && v.slot.point == c.1).count();
-        let col = |get: &dyn Fn(&RoundStats) -> Option<f64>, d| med_range(&vs.iter().filter_map(|v| get(&v.stats)).collect::<Vec<_>>(), d);
-        let best = cells
-            .iter()
-            .zip(&medians)
-            .filter(|(o, _)| o.1 == c.1)
-            .filter_map(|(_, m)| *m)
-            .fold(f64::NAN, f64::max);
+        let col = |get: &dyn Fn(&RoundStats) -> Option<f64>, d| {
+            med_range(&vs.iter().filter_map(|v| get(&v.stats)).collect::<Vec<_>>(), d)
+        };
+        let best =
+            cells.iter().zip(&medians).filter(|(o, _)| o.1 == c.1).filter_map(|(_, m)| *m).fold(f64::NAN, f64::max);
         let ratio = medians[i].filter(|_| best.is_finite() && best > 0.0).map(|m| format!("{:.2}", m / best));
         let _ = writeln!(
             md,
@@ -163,6 +170,49 @@ fn per_policy(md: &mut String, ev: &Evidence, views: &[RoundView]) {
     );
 }
 
+/// Every pair of policies at the same load: the ratio of median throughputs and whether the
+/// rounds' ranges overlap (if they do, the difference is within the round-to-round spread).
+fn comparisons(md: &mut String, ev: &Evidence, views: &[RoundView]) {
+    let cells = cells(ev, views);
+    let ranges: Vec<Option<(f64, f64, f64)>> = cells
+        .iter()
+        .map(|c| spread(&valid_of(views, c).iter().filter_map(|v| v.stats.throughput).collect::<Vec<_>>()))
+        .collect();
+    let mut lines = Vec::new();
+    for (i, a) in cells.iter().enumerate() {
+        for (j, b) in cells.iter().enumerate() {
+            let (Some(ra), Some(rb)) = (ranges[i], ranges[j]) else { continue };
+            if i == j || a.1 != b.1 || ra.0 < rb.0 || (ra.0 == rb.0 && i > j) {
+                continue;
+            }
+            let overlap = ra.1 <= rb.2 && rb.1 <= ra.2;
+            let n = (valid_of(views, a).len(), valid_of(views, b).len());
+            lines.push(format!(
+                "- **{} over {}** (load {}): {:+.1} % in median throughput ({:.0} vs {:.0} messages/s); {}",
+                a.0,
+                b.0,
+                a.1,
+                (ra.0 / rb.0 - 1.0) * 100.0,
+                ra.0,
+                rb.0,
+                if n.0 < 2 || n.1 < 2 {
+                    "too few valid rounds to judge the spread".to_string()
+                } else if overlap {
+                    format!(
+                        "the rounds' ranges overlap ({:.0}–{:.0} vs {:.0}–{:.0}): within the round-to-round spread",
+                        ra.1, ra.2, rb.1, rb.2
+                    )
+                } else {
+                    format!("the rounds' ranges do not overlap ({:.0}–{:.0} vs {:.0}–{:.0})", ra.1, ra.2, rb.1, rb.2)
+                }
+            ));
+        }
+    }
+    if !lines.is_empty() {
+        let _ = writeln!(md, "## Policies compared (valid rounds)\n\n{}\n", lines.join("\n"));
+    }
+}
+
 fn cpu_table(md: &mut String, ev: &Evidence, views: &[RoundView]) {
     let _ = writeln!(md, "## CPU µs per message, per process (median over valid rounds)\n");
     let _ = writeln!(md, "| policy | load | {} | total |", PROCESSES.join(" | "));
@@ -171,7 +221,13 @@ fn cpu_table(md: &mut String, ev: &Evidence, views: &[RoundView]) {
         let vs = valid_of(views, &c);
         let cols: Vec<String> = PROCESSES
             .iter()
-            .map(|p| f(spread(&vs.iter().filter_map(|v| v.stats.cpu_us_per_msg.get(*p).copied()).collect::<Vec<_>>()).map(|s| s.0), 0))
+            .map(|p| {
+                f(
+                    spread(&vs.iter().filter_map(|v| v.stats.cpu_us_per_msg.get(*p).copied()).collect::<Vec<_>>())
+                        .map(|s| s.0),
+                    0,
+                )
+            })
             .collect();
         let total = f(spread(&vs.iter().filter_map(|v| v.stats.cpu_total()).collect::<Vec<_>>()).map(|s| s.0), 0);
         let _ = writeln!(md, "| {} | {} | {} | {total} |", c.0, c.1, cols.join(" | "));
@@ -230,7 +286,8 @@ fn gradient(md: &mut String, ev: &Evidence, views: &[RoundView]) {
         knees.insert(p.clone(), knee);
     }
     for (p, k) in knees {
-        let _ = writeln!(md, "- {p}: {}", k.map(|r| format!("{r} requests/s")).unwrap_or_else(|| "no rate passed".into()));
+        let _ =
+            writeln!(md, "- {p}: {}", k.map(|r| format!("{r} requests/s")).unwrap_or_else(|| "no rate passed".into()));
     }
     let _ = writeln!(md);
 }
@@ -244,7 +301,14 @@ fn rounds_table(md: &mut String, views: &[RoundView]) {
             .gates
             .iter()
             .filter(|g| g.verdict != Verdict::Pass)
-            .map(|g| format!("{} {}: {}", if g.verdict == Verdict::Fail { "✗" } else { "⚠" }, g.name, g.detail.replace('|', "/")))
+            .map(|g| {
+                format!(
+                    "{} {}: {}",
+                    if g.verdict == Verdict::Fail { "✗" } else { "⚠" },
+                    g.name,
+                    g.detail.replace('|', "/")
+                )
+            })
             .collect();
         let _ = writeln!(
             md,

@@ -167,9 +167,18 @@ async fn steps(
     let base = format!("http://{}", ctx.ingest_addr);
     let bin = ctx.bins.join("ingest");
     let log = dir.join("ingest.log");
-    let started =
-        procs::start(&ctx.http, "ingest", &bin, &ctx.plan.ingest_args, &ingest_env, &log, &base, "/readyz", Duration::from_secs(60))
-            .await;
+    let started = procs::start(
+        &ctx.http,
+        "ingest",
+        &bin,
+        &ctx.plan.ingest_args,
+        &ingest_env,
+        &log,
+        &base,
+        "/readyz",
+        Duration::from_secs(60),
+    )
+    .await;
     let ingest = match started {
         Ok(s) => s,
         Err(e) => {
@@ -194,21 +203,32 @@ async fn steps(
         run_id: format!("{}r{:02}", ctx.tag, slot.index),
     };
     let fault_at = k6::measured_offset(&ctx.plan) + 1.0 + crate::plan::seconds(&ctx.plan.duration).unwrap_or(0.0) / 2.0;
-    let (k6_run, fault) = tokio::join!(k6::run(&job, t0, sampler), fault(ctx, dir, t0, sampler, slot.fault, writer.pid, &writer_args, fault_at));
+    let (k6_run, fault) = tokio::join!(
+        k6::run(&job, t0, sampler),
+        fault(ctx, dir, t0, sampler, slot.fault, writer.pid, &writer_args, fault_at)
+    );
     rec.k6 = Some(k6_run?);
     if let Some((f, new_writer)) = fault {
         rec.fault = Some(f);
         if let Some(w) = new_writer {
-            rec.stops.push(format!("writer (killed by the fault) {}", std::mem::replace(&mut writer, w).stop(Duration::from_secs(1)).await));
+            rec.stops.push(format!(
+                "writer (killed by the fault) {}",
+                std::mem::replace(&mut writer, w).stop(Duration::from_secs(1)).await
+            ));
         }
     }
 
     let c0 = t0.elapsed().as_secs_f64();
     let summary = k6::summary_path(dir).display().to_string();
     let drain = ctx.plan.drain_timeout_s.to_string();
-    rec.reconcile_exit =
-        reconcile(ctx, dir, &["--drain-timeout", &drain, "count", "--expect-from", &summary], "reconcile.json", "reconcile.log")
-            .await?;
+    rec.reconcile_exit = reconcile(
+        ctx,
+        dir,
+        &["--drain-timeout", &drain, "count", "--expect-from", &summary],
+        "reconcile.json",
+        "reconcile.log",
+    )
+    .await?;
     rec.reconcile_s = Some((c0, t0.elapsed().as_secs_f64()));
     Ok((Some(writer), Some(ingest)))
 }
@@ -224,7 +244,9 @@ async fn start_writer(
     let env = vec![("WRITER_METRICS_ADDR".to_string(), ctx.writer_addr.clone())];
     let base = format!("http://{}", ctx.writer_addr);
     let bin = ctx.bins.join("writer");
-    let s = procs::start(&ctx.http, "writer", &bin, args, &env, &dir.join(log), &base, "/healthz", Duration::from_secs(90)).await?;
+    let s =
+        procs::start(&ctx.http, "writer", &bin, args, &env, &dir.join(log), &base, "/healthz", Duration::from_secs(90))
+            .await?;
     sampler.add_proc("writer", s.pid);
     sampler.add_url("writer", &format!("{base}/metrics"));
     let mut command = vec![bin.display().to_string()];

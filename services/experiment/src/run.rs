@@ -25,7 +25,12 @@ fn lock(path: &Path, wait: Duration) -> anyhow::Result<File> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let f = File::options().create(true).truncate(false).write(true).open(path).with_context(|| format!("opening {}", path.display()))?;
+    let f = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))?;
     let start = Instant::now();
     let mut said = false;
     loop {
@@ -38,8 +43,12 @@ fn lock(path: &Path, wait: Duration) -> anyhow::Result<File> {
                 }
                 std::thread::sleep(Duration::from_secs(1));
             }
-            Err(std::fs::TryLockError::WouldBlock) => bail!("{} still locked after {} s", path.display(), wait.as_secs()),
-            Err(std::fs::TryLockError::Error(e)) => return Err(e).with_context(|| format!("locking {}", path.display())),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                bail!("{} still locked after {} s", path.display(), wait.as_secs())
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("locking {}", path.display()))
+            }
         }
     }
 }

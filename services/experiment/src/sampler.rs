@@ -57,7 +57,8 @@ impl Sampler {
                     _ = tick.tick() => false,
                     _ = stopped.changed() => true,
                 };
-                rows += sample_once(&shared, &http, t0, &mut out).await.map_err(|e| SampleError::Io(name.clone(), e))?;
+                rows +=
+                    sample_once(&shared, &http, t0, &mut out).await.map_err(|e| SampleError::Io(name.clone(), e))?;
                 if last {
                     out.flush().map_err(|e| SampleError::Io(name.clone(), e))?;
                     return Ok(rows);

@@ -81,7 +81,9 @@ pub fn compute(r: &RoundEvidence) -> RoundStats {
     if s.messages > 0.0 {
         for (labels, pts) in tl.matching("proc", "cpu_seconds") {
             let Some(name) = label(labels, "process") else { continue };
-            let (Some(a), Some(b)) = (at(pts, k6.started_s).or_else(|| pts.first().map(|p| p.1)), at_or_after(pts, end)) else {
+            let (Some(a), Some(b)) =
+                (at(pts, k6.started_s).or_else(|| pts.first().map(|p| p.1)), at_or_after(pts, end))
+            else {
                 continue;
             };
             s.cpu_us_per_msg.insert(name.to_string(), (b - a).max(0.0) * 1e6 / s.messages);

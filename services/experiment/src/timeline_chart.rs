@@ -79,9 +79,15 @@ pub fn pools(path: &Path, ev: &Evidence, r: &RoundEvidence, policy: &str, _index
             .axis_desc_style((FONT, 17))
             .draw()?;
         if k6.measured_s > warm_from {
-            chart.draw_series(std::iter::once(Rectangle::new([(warm_from, 0.0), (k6.measured_s, ymax)], RGBColor(238, 238, 238).filled())))?;
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(warm_from, 0.0), (k6.measured_s, ymax)],
+                RGBColor(238, 238, 238).filled(),
+            )))?;
         }
-        chart.draw_series(std::iter::once(Rectangle::new([(k6.measured_s, 0.0), (k6.ended_s, ymax)], RGBColor(215, 215, 215).filled())))?;
+        chart.draw_series(std::iter::once(Rectangle::new(
+            [(k6.measured_s, 0.0), (k6.ended_s, ymax)],
+            RGBColor(215, 215, 215).filled(),
+        )))?;
         for (name, pts) in data {
             let i = pools.iter().position(|p| p == name).unwrap_or(0);
             let c = colour(i);

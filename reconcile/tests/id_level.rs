@@ -149,13 +149,15 @@ async fn uncertain_ids_may_be_stored_refused_ones_never_and_none_twice() {
     assert_eq!(class(&report, "refused but in redis").1, [refused[0].id.as_str()]);
 }
 
-/// Produces dead letters the way the writer does: (key, payload, headers).
-async fn dead_letters(ns: &Namespace, topic: &str, records: Vec<(String, Vec<u8>, Vec<(&str, String)>)>) {
+/// One dead letter: key, payload, headers.
+type Letter<'a> = (String, Vec<u8>, Vec<(&'a str, String)>);
+
+/// Produces dead letters the way the writer does.
+async fn dead_letters(ns: &Namespace, topic: &str, records: Vec<Letter<'_>>) {
     use rdkafka::message::{Header, OwnedHeaders};
     use rdkafka::producer::{FutureProducer, FutureRecord};
     pipeline_common::kafka::ensure_topic(&ns.kafka, topic, 1).await.unwrap();
-    let producer: FutureProducer =
-        pipeline_common::kafka::client_config(&ns.kafka).set("acks", "all").create().unwrap();
+    let producer: FutureProducer = pipeline_common::kafka::producer_config(&ns.kafka).create().unwrap();
     for (key, payload, headers) in records {
         let mut h = OwnedHeaders::new();
         for (k, v) in &headers {

@@ -9,6 +9,7 @@
 //!   pipeline but Kafka did not confirm them in time (the deadline passed, or librdkafka reported
 //!   a failure after it may have sent them). Each may be stored, at most once; retrying with the
 //!   same ids is safe because every store writes by id.
+//!
 //! A client that loses the connection after sending must treat the request as uncertain too.
 
 use crate::config::{AckMode, IngestConfig};

@@ -100,12 +100,13 @@ pub fn render_all(dir: &Path, ev: &crate::evidence::Evidence, views: &[RoundView
 }
 
 fn throughput(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) -> Draw<()> {
-    let root = BitMapBackend::new(path, (WIDTH, 700)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let ymax = views.iter().filter_map(|v| v.stats.throughput).fold(1.0, f64::max) * 1.2;
+    let canvas = BitMapBackend::new(path, (WIDTH, 730)).into_drawing_area();
+    canvas.fill(&WHITE)?;
+    let (root, note) = canvas.split_vertically(690);
+    let ymax = views.iter().flat_map(|v| [v.stats.throughput, v.stats.writer_rate]).flatten().fold(1.0, f64::max) * 1.2;
     let rounds = ev.plan.rounds as f64;
     let mut chart = ChartBuilder::on(&root)
-        .caption("Throughput per round (measured phase)", (FONT, 30))
+        .caption("Throughput per round: accepted by the ingest (solid) and stored by the writer (dashed)", (FONT, 26))
         .margin(20)
         .x_label_area_size(60)
         .y_label_area_size(90)
@@ -136,6 +137,14 @@ fn throughput(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) 
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
         chart.draw_series(valid.iter().map(|p| Circle::new(*p, 6, c.filled())))?;
         chart.draw_series(pts.iter().filter(|p| !p.2).map(|p| Cross::new((p.0, p.1), 9, c.stroke_width(3))))?;
+        // The writer's own rate: what it stored in all four stores per second of the same phase.
+        let stored: Vec<(f64, f64)> = views
+            .iter()
+            .filter(|v| &v.slot.policy == policy && v.valid)
+            .filter_map(|v| Some((v.slot.rep as f64 + dx, v.stats.writer_rate?)))
+            .collect();
+        chart.draw_series(DashedLineSeries::new(stored.clone(), 8, 5, c.stroke_width(2)))?;
+        chart.draw_series(stored.iter().map(|p| Circle::new(*p, 5, c.stroke_width(2))))?;
     }
     chart
         .configure_series_labels()
@@ -144,8 +153,12 @@ fn throughput(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) 
         .border_style(BLACK)
         .position(SeriesLabelPosition::LowerRight)
         .draw()?;
-    root.draw(&Text::new("● valid round   ✕ invalid round (excluded)", (100, 665), (FONT, 16)))?;
-    root.present()?;
+    note.draw(&Text::new(
+        "● accepted/s (valid round)   ○ stored/s   ✕ invalid round (excluded)",
+        (100, 8),
+        (FONT, 16),
+    ))?;
+    canvas.present()?;
     Ok(())
 }
 

@@ -135,9 +135,9 @@ fn per_policy(md: &mut String, ev: &Evidence, views: &[RoundView]) {
     let _ = writeln!(md, "## Per policy (valid rounds: median, and min–max over the rounds)\n");
     let _ = writeln!(
         md,
-        "| policy | load | valid | messages/s | vs best | p50 ms | p95 ms | p99 ms | caller-runs | rejections | peak queue | CPU µs/msg (all processes) |"
+        "| policy | load | valid | messages/s | vs best | writer stored/s | drain after k6, s | p50 ms | p95 ms | p99 ms | caller-runs | rejections | peak queue | CPU µs/msg (all processes) |"
     );
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (i, c) in cells.iter().enumerate() {
         let vs = valid_of(views, c);
         let all = views.iter().filter(|v| v.slot.policy == c.0 && v.slot.point == c.1).count();
@@ -149,12 +149,14 @@ fn per_policy(md: &mut String, ev: &Evidence, views: &[RoundView]) {
         let ratio = medians[i].filter(|_| best.is_finite() && best > 0.0).map(|m| format!("{:.2}", m / best));
         let _ = writeln!(
             md,
-            "| {} | {} | {}/{all} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {}/{all} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             c.0,
             c.1,
             vs.len(),
             col(&|s| s.throughput, 0),
             ratio.unwrap_or_else(|| "–".into()),
+            col(&|s| s.writer_rate, 0),
+            col(&|s| s.drain_after_s, 0),
             col(&|s| s.p50, 1),
             col(&|s| s.p95, 1),
             col(&|s| s.p99, 1),
@@ -166,7 +168,7 @@ fn per_policy(md: &mut String, ev: &Evidence, views: &[RoundView]) {
     }
     let _ = writeln!(
         md,
-        "\n*load*: VUs (closed loop) or target requests/s (open loop). *vs best*: median throughput over the best policy's median at the same load. *caller-runs*, *rejections*: counted over the measured phase, all pools. *peak queue*: the deepest any pool's queue got (the writer's own peak gauge).\n"
+        "\n*load*: VUs (closed loop) or target requests/s (open loop). *messages/s*: accepted (202) by the ingest in k6's measured phase. *vs best*: its median over the best policy's median at the same load. *writer stored/s*: records the writer stored in all four stores per second of the measured phase (Kafka decouples it from the ingest's rate); *drain after k6*: how long it kept storing after the load stopped (the backlog). *caller-runs*, *rejections*: counted over the measured phase, all pools. *peak queue*: the deepest any pool's queue got (the writer's own peak gauge).\n"
     );
 }
 
@@ -294,8 +296,8 @@ fn gradient(md: &mut String, ev: &Evidence, views: &[RoundView]) {
 
 fn rounds_table(md: &mut String, views: &[RoundView]) {
     let _ = writeln!(md, "## Every round\n");
-    let _ = writeln!(md, "| round | policy | load | messages/s | p50 ms | p99 ms | caller-runs | rejections | verdict | reasons and warnings |");
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(md, "| round | policy | load | messages/s | writer stored/s | p50 ms | p99 ms | caller-runs | rejections | verdict | reasons and warnings |");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|");
     for v in views {
         let notes: Vec<String> = v
             .gates
@@ -312,11 +314,12 @@ fn rounds_table(md: &mut String, views: &[RoundView]) {
             .collect();
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {:.0} | {:.0} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.0} | {:.0} | {} | {} |",
             v.name,
             v.slot.policy,
             v.slot.point,
             f(v.stats.throughput, 0),
+            f(v.stats.writer_rate, 0),
             f(v.stats.p50, 1),
             f(v.stats.p99, 1),
             v.stats.caller_runs(),
@@ -348,7 +351,7 @@ pub fn verdicts_json(views: &[RoundView]) -> serde_json::Value {
                     .collect();
                 serde_json::json!({
                     "round": v.name, "policy": v.slot.policy, "point": v.slot.point, "valid": v.valid,
-                    "reasons": gates::reasons(&v.gates), "throughput": v.stats.throughput, "p99_ms": v.stats.p99,
+                    "reasons": gates::reasons(&v.gates), "throughput": v.stats.throughput, "writer_rate": v.stats.writer_rate, "p99_ms": v.stats.p99,
                     "caller_runs": v.stats.caller_runs(), "rejections": v.stats.rejected(), "gates": gates,
                 })
             })

@@ -36,6 +36,11 @@ pub struct RoundStats {
     pub messages: f64,
     pub cpu_window: Option<(f64, f64)>,
     pub cpu_us_per_msg: BTreeMap<String, f64>,
+    /// Records/s the writer stored in all four stores during the measured phase (the slowest
+    /// store's rate: a record is done when all four hold it). Kafka decouples it from k6's rate.
+    pub writer_rate: Option<f64>,
+    /// Seconds the writer kept storing after k6 stopped: the backlog the load left behind.
+    pub drain_after_s: Option<f64>,
     /// Cores k6 used during the measured phase.
     pub k6_cores: Option<f64>,
     pub pools: BTreeMap<String, PoolStats>,
@@ -78,6 +83,15 @@ pub fn compute(r: &RoundEvidence) -> RoundStats {
     let tl = &r.timeline;
     let end = drained_at(tl, k6.started_s, r.record.reconcile_s.map(|x| x.1).unwrap_or(k6.ended_s)).max(k6.ended_s);
     s.cpu_window = Some((k6.started_s, end));
+    s.drain_after_s = Some(end - k6.ended_s);
+    let window = k6.ended_s - k6.measured_s;
+    if window > 0.0 {
+        s.writer_rate = tl
+            .matching("writer", "writer_store_records_total")
+            .filter_map(|(_, pts)| Some(at(pts, k6.ended_s)? - at(pts, k6.measured_s).unwrap_or(0.0)))
+            .map(|d| d / window)
+            .reduce(f64::min);
+    }
     if s.messages > 0.0 {
         for (labels, pts) in tl.matching("proc", "cpu_seconds") {
             let Some(name) = label(labels, "process") else { continue };

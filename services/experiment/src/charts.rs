@@ -113,6 +113,7 @@ fn throughput(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) 
         .build_cartesian_2d(0.5..rounds + 0.5, 0.0..ymax)?;
     chart
         .configure_mesh()
+        .light_line_style(TRANSPARENT)
         .x_labels(ev.plan.rounds as usize)
         .x_label_formatter(&|x| if (x - x.round()).abs() < 0.01 { format!("{}", x.round()) } else { String::new() })
         .x_desc("round (policies interleaved within each round)")
@@ -193,6 +194,7 @@ fn latency(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) -> 
     let labels: Vec<String> = cells.iter().map(|c| cell_label(ev, c)).collect();
     chart
         .configure_mesh()
+        .light_line_style(TRANSPARENT)
         .disable_x_mesh()
         .x_labels(n + 1)
         .x_label_formatter(&|x| category(&labels, *x))
@@ -257,6 +259,7 @@ fn cpu(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) -> Draw
     let labels: Vec<String> = cells.iter().map(|c| cell_label(ev, c)).collect();
     chart
         .configure_mesh()
+        .light_line_style(TRANSPARENT)
         .disable_x_mesh()
         .x_labels(n + 2)
         .x_label_formatter(&|x| category(&labels, *x))
@@ -313,6 +316,7 @@ fn gradient(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView], p9
         .build_cartesian_2d(0.0..xmax, 0.0..ymax)?;
     chart
         .configure_mesh()
+        .light_line_style(TRANSPARENT)
         .x_label_formatter(&|x| format!("{x:.0}"))
         .x_desc("target requests / s")
         .y_desc(ydesc)

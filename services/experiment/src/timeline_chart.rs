@@ -72,8 +72,10 @@ pub fn pools(path: &Path, ev: &Evidence, r: &RoundEvidence, policy: &str, _index
             .build_cartesian_2d(0.0..xmax, 0.0..ymax)?;
         chart
             .configure_mesh()
+            .light_line_style(TRANSPARENT)
             .x_desc("seconds since the round's start")
             .y_desc(*desc)
+            .x_label_formatter(&|x| format!("{x:.0}"))
             .y_label_formatter(&|y| if ymax > 5.0 { format!("{y:.0}") } else { format!("{y:.1}") })
             .label_style((FONT, 15))
             .axis_desc_style((FONT, 17))
@@ -93,7 +95,10 @@ pub fn pools(path: &Path, ev: &Evidence, r: &RoundEvidence, policy: &str, _index
             let c = colour(i);
             chart
                 .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?
-                .label(format!("pool {name}"))
+                .label(match capacity(r, name, desc) {
+                    Some(cap) => format!("pool {name} (holds {cap})"),
+                    None => format!("pool {name}"),
+                })
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
         }
         if !data.is_empty() {
@@ -108,6 +113,19 @@ pub fn pools(path: &Path, ev: &Evidence, r: &RoundEvidence, policy: &str, _index
     }
     root.present()?;
     Ok(())
+}
+
+/// The pool's queue capacity (jobs) or most workers, for the legend of the matching panel.
+fn capacity(r: &RoundEvidence, pool: &str, panel: &str) -> Option<String> {
+    let metric = if panel.starts_with("queue") {
+        "writer_pool_queue_capacity"
+    } else if panel.starts_with("active") {
+        "writer_pool_max_workers"
+    } else {
+        return None;
+    };
+    let (_, pts) = r.timeline.matching("writer", metric).find(|(labels, _)| pool_name(labels) == pool)?;
+    pts.last().map(|p| format!("{:.0}", p.1))
 }
 
 #[cfg(test)]

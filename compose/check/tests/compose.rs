@@ -184,7 +184,12 @@ fn every_variable_the_programs_read_is_set_with_their_default() {
         }
         println!("{service}: all {} variables {bin} reads are set", wanted.len());
     }
-    assert!(problems.is_empty(), "{COMPOSE}:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "{COMPOSE}:\n{}\n(the variables come from the built binaries' --help: after changing a flag, \
+         `cargo build --workspace` first — `cargo test --workspace` does)",
+        problems.join("\n")
+    );
 }
 
 #[test]

@@ -661,6 +661,20 @@ fn dashboard_and_rules_read_only_catalog_metrics() {
             "promtool not installed (scripts/stack up --with-prometheus installs it): rules parsed as YAML only"
         ),
     }
+    if std::process::Command::new("promtool").arg("--version").output().is_ok() {
+        // The rules' arithmetic on synthetic series (lag with a stale previous owner, rates, ratio).
+        let out = std::process::Command::new("promtool")
+            .args(["test", "rules", "compose/prometheus/rules_test.yml"])
+            .current_dir(root())
+            .output()
+            .expect("promtool");
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "promtool test rules compose/prometheus/rules_test.yml:\n{text}");
+        println!(
+            "promtool test rules compose/prometheus/rules_test.yml: {}",
+            text.split_whitespace().collect::<Vec<_>>().join(" ")
+        );
+    }
     // The provisioned datasource is the one the dashboard names.
     let ds = yaml("compose/grafana/provisioning/datasources/prometheus.yml");
     let uid = ds["datasources"][0]["uid"].as_str().expect("datasource uid");

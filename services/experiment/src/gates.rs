@@ -134,6 +134,9 @@ fn k6_errors(r: &RoundEvidence, s: &RoundStats, max: f64) -> Gate {
         let code = r.record.k6.as_ref().and_then(|k| k.exit_code);
         return gate("k6-errors", false, format!("no k6 summary (k6 exit {code:?})"));
     };
+    if s.requests < 1.0 {
+        return gate("k6-errors", false, "no request in the measured phase".into());
+    }
     let non: Vec<String> = s.non_202.iter().map(|(k, v)| format!("{k}×{v}")).collect();
     gate(
         "k6-errors",

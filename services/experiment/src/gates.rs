@@ -107,6 +107,17 @@ pub fn evaluate(plan: &Plan, r: &RoundEvidence, s: &RoundStats, owners: &BTreeMa
     if let (Some(max), Some(p99)) = (g.max_p99_ms, s.p99) {
         out.push(gate("p99", p99 <= max, format!("p99 {p99:.1} ms (at most {max:.0} ms)")));
     }
+    if let Some(c) = s.outside_cores {
+        let busy = c > g.k6_cpu_warn / 2.0;
+        out.push(Gate {
+            name: "outside-load",
+            verdict: if busy { Verdict::Warn } else { Verdict::Pass },
+            detail: format!(
+                "processes outside the round used {c:.2} cores in the measured phase{}",
+                if busy { ": the machine was shared, compare with care" } else { "" }
+            ),
+        });
+    }
     let mut suspect = Vec::new();
     if let Some(c) = s.k6_cores.filter(|c| *c > g.k6_cpu_warn) {
         suspect.push(format!("k6 used {:.0} % of a core in the measured phase", c * 100.0));

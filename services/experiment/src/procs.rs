@@ -135,6 +135,17 @@ pub fn cpu_rss(pid: u32) -> Option<(f64, u64)> {
     Some((ticks / clock_ticks(), rss_kb * 1024))
 }
 
+/// CPU seconds the whole machine spent busy (all cores, everything but idle and iowait), from
+/// /proc/stat: set against the sampled processes, it shows load from outside the experiment.
+pub fn machine_busy() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let cpu = stat.lines().next()?.strip_prefix("cpu ")?;
+    let f: Vec<f64> = cpu.split_whitespace().filter_map(|v| v.parse().ok()).collect();
+    let total: f64 = f.iter().take(8).sum();
+    let idle = f.get(3)? + f.get(4).unwrap_or(&0.0);
+    Some((total - idle) / clock_ticks())
+}
+
 /// Clock ticks per second (`getconf CLK_TCK`, 100 on Linux unless the kernel says otherwise).
 fn clock_ticks() -> f64 {
     static TCK: OnceLock<f64> = OnceLock::new();

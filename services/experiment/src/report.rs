@@ -296,8 +296,8 @@ fn gradient(md: &mut String, ev: &Evidence, views: &[RoundView]) {
 
 fn rounds_table(md: &mut String, views: &[RoundView]) {
     let _ = writeln!(md, "## Every round\n");
-    let _ = writeln!(md, "| round | policy | load | messages/s | writer stored/s | p50 ms | p99 ms | caller-runs | rejections | verdict | reasons and warnings |");
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(md, "| round | policy | load | messages/s | writer stored/s | p50 ms | p99 ms | caller-runs | rejections | outside load, cores | verdict | reasons and warnings |");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|---|");
     for v in views {
         let notes: Vec<String> = v
             .gates
@@ -314,7 +314,7 @@ fn rounds_table(md: &mut String, views: &[RoundView]) {
             .collect();
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} | {:.0} | {:.0} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.0} | {:.0} | {} | {} | {} |",
             v.name,
             v.slot.policy,
             v.slot.point,
@@ -324,6 +324,7 @@ fn rounds_table(md: &mut String, views: &[RoundView]) {
             f(v.stats.p99, 1),
             v.stats.caller_runs(),
             v.stats.rejected(),
+            f(v.stats.outside_cores, 2),
             if v.valid { "valid" } else { "**INVALID**" },
             if notes.is_empty() { "all gates passed".into() } else { notes.join("<br>") }
         );

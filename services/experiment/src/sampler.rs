@@ -113,6 +113,10 @@ async fn sample_once(
             rows += 1;
         }
     }
+    if let Some(busy) = procs::machine_busy() {
+        writeln!(out, "{t:.3},machine,cpu_busy_seconds,,{busy:.3}")?;
+        rows += 1;
+    }
     for (name, pid) in &procs {
         if let Some((cpu, rss)) = procs::cpu_rss(*pid) {
             writeln!(out, "{t:.3},proc,cpu_seconds,process={name},{cpu:.3}")?;

@@ -43,6 +43,9 @@ pub struct RoundStats {
     pub drain_after_s: Option<f64>,
     /// Cores k6 used during the measured phase.
     pub k6_cores: Option<f64>,
+    /// Cores used during the measured phase by processes outside the round (the machine's busy
+    /// time minus every sampled process's): another job on the machine distorts the comparison.
+    pub outside_cores: Option<f64>,
     pub pools: BTreeMap<String, PoolStats>,
 }
 
@@ -111,6 +114,7 @@ pub fn compute(r: &RoundEvidence) -> RoundStats {
             }
         }
     }
+    s.outside_cores = outside(tl, k6.measured_s, k6.ended_s);
     s.pools = pools(tl, k6.measured_s, k6.ended_s);
     s
 }
@@ -127,6 +131,21 @@ pub fn drained_at(tl: &Timeline, from: f64, to: f64) -> f64 {
     let series: Vec<(f64, f64)> = totals.into_iter().map(|(t, v)| (f64::from_bits(t), v)).collect();
     let Some(last) = series.last().map(|p| p.1) else { return from };
     series.iter().find(|(_, v)| *v >= last).map(|p| p.0).unwrap_or(from)
+}
+
+fn outside(tl: &Timeline, from: f64, to: f64) -> Option<f64> {
+    let machine = tl.get("machine", "cpu_busy_seconds", "")?;
+    let inside: Vec<&(f64, f64)> = machine.iter().filter(|(t, _)| *t >= from && *t <= to).collect();
+    let (a, b) = (inside.first()?, inside.last()?);
+    if b.0 <= a.0 {
+        return None;
+    }
+    let ours: f64 = tl
+        .matching("proc", "cpu_seconds")
+        .filter_map(|(_, pts)| Some(at_or_after(pts, b.0)? - at_or_after(pts, a.0)?))
+        .map(|d| d.max(0.0))
+        .sum();
+    Some(((b.1 - a.1) - ours).max(0.0) / (b.0 - a.0))
 }
 
 fn pools(tl: &Timeline, from: f64, to: f64) -> BTreeMap<String, PoolStats> {

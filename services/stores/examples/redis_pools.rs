@@ -73,11 +73,7 @@ async fn main() -> anyhow::Result<()> {
         results.into_iter().collect::<Result<Vec<_>, _>>()?;
 
         flush(&url).await?;
-        let pool = Config::from_url(url.clone())
-            .builder()?
-            .max_size(c)
-            .runtime(Runtime::Tokio1)
-            .build()?;
+        let pool = Config::from_url(url.clone()).builder()?.max_size(c).runtime(Runtime::Tokio1).build()?;
         // Open the pool's connections before the clock starts, as a long-running writer would have.
         let warm: Vec<_> = futures::future::join_all((0..c).map(|_| pool.get())).await;
         drop(warm.into_iter().collect::<Result<Vec<_>, _>>()?);

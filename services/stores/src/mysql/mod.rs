@@ -3,6 +3,7 @@
 mod args;
 #[cfg(feature = "fixture")]
 mod fixture;
+mod insert;
 mod store;
 
 pub use args::MysqlArgs;

@@ -1,19 +1,18 @@
 //! MySQL / MariaDB: the system of record, 16 shard tables (`messages_00` … `messages_15`).
 //!
-//! A batch is one transaction with one multi-row INSERT per shard table present. Duplicates are
-//! absorbed by `ON DUPLICATE KEY UPDATE id = id` rather than `INSERT IGNORE`: IGNORE would also
-//! turn real errors (a truncated value) into warnings and store damaged rows silently.
+//! A batch is one transaction with one multi-row INSERT per shard table present, sent as one
+//! multi-statement request ([`super::insert`]). Duplicates are absorbed by
+//! `ON DUPLICATE KEY UPDATE id = id` rather than `INSERT IGNORE`: IGNORE would also turn real
+//! errors (a truncated value) into warnings and store damaged rows silently.
 
+use super::insert;
 use super::MysqlArgs;
 use crate::{Backend, Rejected, Store, StoreError, StoreKind, StoredId, CONNECT_TIMEOUT};
 use async_trait::async_trait;
 use pipeline_common::message::{shard_table, Message, SENT_AT_YEARS, SHARDS};
 use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
-use sqlx::{AssertSqlSafe, MySql, QueryBuilder};
-use std::collections::BTreeMap;
-
-/// Rows per INSERT statement: keeps a statement far below MySQL's 65,535 placeholders.
-const ROWS_PER_STATEMENT: usize = 1000;
+use sqlx::pool::PoolConnection;
+use sqlx::{AssertSqlSafe, MySql};
 
 const KIND: StoreKind = StoreKind::Mysql;
 
@@ -66,6 +65,24 @@ fn datetime(m: &Message) -> Option<time::PrimitiveDateTime> {
 /// from input, which is what makes this dynamic SQL safe.
 fn per_table(template: &str, table: &str) -> AssertSqlSafe<String> {
     AssertSqlSafe(template.replace("{}", table))
+}
+
+/// A pooled connection that may be inside a write's transaction until [`Uncommitted::committed`].
+struct Uncommitted(Option<PoolConnection<MySql>>);
+
+impl Uncommitted {
+    /// The transaction is over: the connection may go back to the pool.
+    fn committed(mut self) {
+        self.0.take();
+    }
+}
+
+impl Drop for Uncommitted {
+    fn drop(&mut self) {
+        if let Some(conn) = self.0.as_mut() {
+            conn.close_on_drop();
+        }
+    }
 }
 
 pub struct MysqlStore {
@@ -123,7 +140,7 @@ impl Store for MysqlStore {
     }
 
     async fn write(&self, batch: &[Message]) -> Result<Vec<Rejected>, StoreError> {
-        let mut by_shard: BTreeMap<u32, Vec<(&Message, time::PrimitiveDateTime)>> = BTreeMap::new();
+        let mut by_shard = insert::ByShard::new();
         let mut rejected = Vec::new();
         for m in batch {
             match datetime(m) {
@@ -137,21 +154,15 @@ impl Store for MysqlStore {
         if by_shard.is_empty() {
             return Ok(rejected);
         }
-        let mut tx = self.pool.begin().await.map_err(write_err)?;
-        for (shard, rows) in by_shard {
-            for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-                let mut q: QueryBuilder<MySql> = QueryBuilder::new(format!(
-                    "INSERT INTO {} (id, sender, recipient, body, sent_at) ",
-                    shard_table(shard)
-                ));
-                q.push_values(chunk, |mut b, (m, at)| {
-                    b.push_bind(&m.id).push_bind(&m.sender).push_bind(&m.recipient).push_bind(&m.body).push_bind(*at);
-                });
-                q.push(" ON DUPLICATE KEY UPDATE id = id");
-                q.build().execute(&mut *tx).await.map_err(write_err)?;
-            }
+        // One request in the usual case (see insert.rs). If anything fails or this future is
+        // dropped midway, the connection may be inside the transaction: it is closed, never
+        // returned to the pool, and the server rolls the transaction back.
+        let mut conn = Uncommitted(Some(self.pool.acquire().await.map_err(write_err)?));
+        for sql in insert::requests(&by_shard, insert::MAX_REQUEST_BYTES) {
+            let c = conn.0.as_mut().ok_or_else(|| err("connection already released"))?;
+            sqlx::raw_sql(AssertSqlSafe(sql)).execute(&mut **c).await.map_err(write_err)?;
         }
-        tx.commit().await.map_err(write_err)?;
+        conn.committed();
         Ok(rejected)
     }
 

@@ -1,0 +1,60 @@
+//! Times one store's batch writes alone: the "server's own rate" reference of the performance
+//! figures, and the check that a change to an adapter's write path pays.
+//!
+//!   cargo run --release -p pipeline-stores --example store_batches -- <store> [batches] [batch size]
+//!
+//! Writes `batches` batches (default 200) of `batch size` (default 143, the writer's mean batch
+//! under 250 VUs) fresh messages of ~150 bytes, one batch at a time, into a private namespace
+//! of that store (dropped after), and prints the mean and p99 time per batch, messages/s and this
+//! process's CPU per message (from /proc/self/stat).
+
+use pipeline_stores::{StoreArgs, StoreKind};
+use std::time::{Duration, Instant};
+
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let mut argv = std::env::args().skip(1);
+    let kind: StoreKind = clap::ValueEnum::from_str(&argv.next().unwrap_or_else(|| "mysql".into()), true)
+        .map_err(|e| anyhow::anyhow!("store: {e}"))?;
+    let batches: usize = argv.next().map(|v| v.parse()).transpose()?.unwrap_or(200);
+    let size: usize = argv.next().map(|v| v.parse()).transpose()?.unwrap_or(143);
+    let mut args = StoreArgs::from_env();
+    // `t_` like the tests' namespaces, so `scripts/test` drops what is left of it.
+    let ns = format!("t_bench_{}", std::process::id());
+    pipeline_stores::isolate(&mut args, &ns).await?;
+    let store = pipeline_stores::connect(&args, &[kind]).await?.remove(0);
+    store.prepare().await?;
+    store.reset().await?;
+    let msgs = pipeline_testkit::messages(batches * size, &ns);
+    let mut times: Vec<Duration> = Vec::with_capacity(batches);
+    let (t0, cpu0) = (Instant::now(), cpu_seconds());
+    for batch in msgs.chunks(size) {
+        let t = Instant::now();
+        let refused = store.write(batch).await?;
+        anyhow::ensure!(refused.is_empty(), "{kind} refused {} records", refused.len());
+        times.push(t.elapsed());
+    }
+    let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
+    times.sort();
+    let mean = times.iter().sum::<Duration>() / times.len().max(1) as u32;
+    let p99 = times[(times.len() * 99 / 100).min(times.len() - 1)];
+    let n = msgs.len();
+    println!(
+        "{kind}: {batches} batches of {size}: mean {:.2} ms, p99 {:.2} ms per batch, {:.0} msg/s, {:.1} µs CPU/msg (this process)",
+        mean.as_secs_f64() * 1e3,
+        p99.as_secs_f64() * 1e3,
+        n as f64 / wall,
+        cpu * 1e6 / n as f64
+    );
+    anyhow::ensure!(store.count().await? == n as u64, "{kind} holds a different count than written");
+    store.reset().await?;
+    Ok(())
+}

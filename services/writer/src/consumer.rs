@@ -90,7 +90,9 @@ impl ConsumerContext for Ctx {
     }
 
     /// The broker's answer to a commit: only acknowledged offsets reach the gauge, and a failed
-    /// commit is asked again by the next `to_commit`.
+    /// commit is asked again by the next `to_commit`. rust-rdkafka 0.39 never calls this for
+    /// manual asynchronous commits (upstream #856): only the synchronous ones are acknowledged
+    /// here; docs/trust.md says what that costs (a redelivery, never a loss).
     fn commit_callback(&self, result: KafkaResult<()>, offsets: &TopicPartitionList) {
         acknowledge(&self.tracker, &result, offsets);
     }

@@ -53,6 +53,8 @@ catalog! {
 
     counter WRITER_RECORDS_TOTAL = "writer_records_total":
         "Records taken from Kafka into a batch.";
+    gauge WRITER_ASSIGNED_PARTITIONS = "writer_assigned_partitions":
+        "Partitions assigned to each consumer of this process, by consumer (a rebalance shows as a change).";
     counter WRITER_RECORDS_DROPPED_ON_REBALANCE_TOTAL = "writer_records_dropped_on_rebalance_total":
         "Records dropped unwritten because their partition was revoked while their batch was collected (re-read by the owner).";
     gauge WRITER_PARTITION_COMMITTED_OFFSET = "writer_partition_committed_offset":

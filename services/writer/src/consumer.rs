@@ -46,6 +46,8 @@ impl Shared {
 }
 
 struct Ctx {
+    /// This consumer's number in the process (the `consumer` label).
+    id: usize,
     topic: String,
     tracker: Shared,
 }
@@ -87,6 +89,8 @@ impl ConsumerContext for Ctx {
                 tracing::warn!(error = %e, "rebalance failed; every partition dropped");
             }
         }
+        let assigned = self.tracker.lock().assigned();
+        gauge!(catalog::WRITER_ASSIGNED_PARTITIONS, "consumer" => self.id.to_string()).set(assigned as f64);
     }
 
     /// The broker's answer to a commit: only acknowledged offsets reach the gauge, and a failed
@@ -220,7 +224,7 @@ pub struct BatchConsumer {
 impl BatchConsumer {
     pub fn new(id: usize, cfg: Arc<WriterConfig>, driver: Arc<Driver<Dlq>>, dlq: Dlq) -> anyhow::Result<Self> {
         let tracker = Shared::default();
-        let ctx = Ctx { topic: cfg.kafka.topic.clone(), tracker: tracker.clone() };
+        let ctx = Ctx { id, topic: cfg.kafka.topic.clone(), tracker: tracker.clone() };
         let consumer: StreamConsumer<Ctx> = client_config(&cfg.kafka)
             .set("group.id", &cfg.kafka.group)
             .set("client.id", format!("writer-{id}"))

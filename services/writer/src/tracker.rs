@@ -72,6 +72,11 @@ impl Tracker {
         self.parts.clear();
     }
 
+    /// How many partitions are assigned to us.
+    pub fn assigned(&self) -> usize {
+        self.parts.len()
+    }
+
     /// The current epoch of a partition, `None` when it is not assigned to us.
     pub fn epoch(&self, partition: i32) -> Option<Epoch> {
         self.parts.get(&partition).map(|p| p.epoch)

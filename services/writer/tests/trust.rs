@@ -138,8 +138,11 @@ async fn sigterm_right_after_the_last_write_commits_everything() {
     let run = Run::new("final").await;
     let mut lagging = Vec::new();
     for round in 0..3 {
-        run.produce(3_000, &format!("f{round}")).await;
         let mut w = run.writer(&[]);
+        // The writer's default 3 consumers, settled: see `wait_settled` (seen otherwise: a
+        // rebalance right after the writes left "committed 750 of 3000" after the stop).
+        run.wait_settled(3).await;
+        run.produce(3_000, &format!("f{round}")).await;
         let want: u64 = (round as u64 + 1) * 3_000;
         let deadline = Instant::now() + DRAIN;
         // Stop as soon as the last store shows the last record: the commit is still in flight.

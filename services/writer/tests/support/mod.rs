@@ -69,6 +69,35 @@ impl Run {
     pub async fn metric(&self, name_and_labels: &str) -> f64 {
         pipeline_testkit::metric(self.metrics_port, name_and_labels).await
     }
+
+    /// Waits until the writer's group has settled: each of its `consumers` holds at least one
+    /// partition and together they hold all of them, at two scrapes a second apart. A rebalance
+    /// after the writes hands stored but uncommitted partitions to consumers that have not read
+    /// them again yet; a stop then leaves them uncommitted (redelivered on the next start and
+    /// rewritten idempotently: at least once, not a loss), which is not what a test of the final
+    /// commit is about.
+    pub async fn wait_settled(&self, consumers: usize) {
+        let deadline = Instant::now() + DRAIN;
+        let healthz = format!("http://127.0.0.1:{}/healthz", self.metrics_port);
+        let mut settled_before = false;
+        loop {
+            let up = reqwest::get(&healthz).await.is_ok_and(|r| r.status().is_success());
+            let mut settled = false;
+            if up {
+                let mut held = Vec::with_capacity(consumers);
+                for c in 0..consumers {
+                    held.push(self.metric(&format!("writer_assigned_partitions{{consumer=\"{c}\"}}")).await);
+                }
+                settled = held.iter().all(|n| *n >= 1.0) && held.iter().sum::<f64>() == self.ns.kafka.partitions as f64;
+            }
+            if settled && settled_before {
+                return;
+            }
+            settled_before = settled;
+            assert!(Instant::now() < deadline, "the writer's {consumers} consumers never settled");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
 }
 
 /// A private Redis that a test may stop and start again: append-only with fsync always, so a

@@ -44,15 +44,18 @@ fn lock(slot: &Slot) -> std::sync::MutexGuard<'_, Option<Entry>> {
     slot.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Exponential sleep while the ring is idle: 50 µs after the last event, doubling on every
+/// Exponential sleep while the ring is idle: 1 ms after the last event, doubling on every
 /// further empty look, up to `max`. (The crate's `Sleep` sleeps a fixed time: 500 µs cost 5 % of
 /// a core while idle, measured with /proc; a fixed 10 ms would add 10 ms to every quiet request.)
+/// It starts at 1 ms, not less: under load the ring is empty for moments between requests, and
+/// 50 µs naps there were tens of thousands of wake-ups a second; 1 ms is small next to the
+/// producer's linger, and a drain then takes more records at once.
 #[derive(Clone, Copy)]
 pub struct Backoff {
     max: Duration,
 }
 
-const BACKOFF_MIN: Duration = Duration::from_micros(50);
+const BACKOFF_MIN: Duration = Duration::from_micros(1000);
 
 thread_local! {
     /// (sequence waited for, empty looks at it so far): the strategy itself must be `Copy`.

@@ -150,7 +150,11 @@ async fn await_acks(
     let all = futures::future::join_all(acks);
     let results = match tokio::time::timeout(cfg.deadline(), all).await {
         Err(_) => {
-            return Err(ApiError::uncertain("Kafka did not acknowledge within the deadline", cfg.retry_after_secs, msgs))
+            return Err(ApiError::uncertain(
+                "Kafka did not acknowledge within the deadline",
+                cfg.retry_after_secs,
+                msgs,
+            ))
         }
         Ok(results) => results,
     };

@@ -27,10 +27,14 @@ impl Application {
     pub async fn build(cfg: IngestConfig) -> anyhow::Result<Application> {
         let handle = telemetry::metrics_handle();
         // Kafka being down is not a reason to refuse to start: /readyz says not ready and
-        // requests get 503s until it answers (the writer creates the topic too).
-        if let Err(e) = ensure_topic(&cfg.kafka, &cfg.kafka.topic, cfg.kafka.partitions).await {
-            tracing::warn!(error = %e, topic = %cfg.kafka.topic, brokers = %cfg.kafka.brokers, "could not create the topic; continuing");
-        }
+        // requests get 503s until it answers. The topic is created in the background, asked
+        // again while the broker does not answer (the writer creates it too).
+        let kafka = cfg.kafka.clone();
+        tokio::spawn(async move {
+            if let Err(e) = ensure_topic(&kafka, &kafka.topic, kafka.partitions).await {
+                tracing::warn!(error = %e, topic = %kafka.topic, brokers = %kafka.brokers, "could not create the topic");
+            }
+        });
         let publisher = Publisher::new(&cfg).context("creating the Kafka producer")?;
         let ring = Ring::start(
             cfg.ring_size,

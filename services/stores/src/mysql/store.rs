@@ -67,20 +67,17 @@ fn per_table(template: &str, table: &str) -> AssertSqlSafe<String> {
     AssertSqlSafe(template.replace("{}", table))
 }
 
-/// A pooled connection that may be inside a write's transaction until [`Uncommitted::committed`].
-struct Uncommitted(Option<PoolConnection<MySql>>);
-
-impl Uncommitted {
-    /// The transaction is over: the connection may go back to the pool.
-    fn committed(mut self) {
-        self.0.take();
-    }
+/// A pooled connection that may be inside a write's transaction until `committed` is set:
+/// dropped before that, it is closed instead of going back to the pool.
+struct Uncommitted {
+    conn: PoolConnection<MySql>,
+    committed: bool,
 }
 
 impl Drop for Uncommitted {
     fn drop(&mut self) {
-        if let Some(conn) = self.0.as_mut() {
-            conn.close_on_drop();
+        if !self.committed {
+            self.conn.close_on_drop();
         }
     }
 }
@@ -157,12 +154,11 @@ impl Store for MysqlStore {
         // One request in the usual case (see insert.rs). If anything fails or this future is
         // dropped midway, the connection may be inside the transaction: it is closed, never
         // returned to the pool, and the server rolls the transaction back.
-        let mut conn = Uncommitted(Some(self.pool.acquire().await.map_err(write_err)?));
+        let mut tx = Uncommitted { conn: self.pool.acquire().await.map_err(write_err)?, committed: false };
         for sql in insert::requests(&by_shard, insert::MAX_REQUEST_BYTES) {
-            let c = conn.0.as_mut().ok_or_else(|| err("connection already released"))?;
-            sqlx::raw_sql(AssertSqlSafe(sql)).execute(&mut **c).await.map_err(write_err)?;
+            sqlx::raw_sql(AssertSqlSafe(sql)).execute(&mut *tx.conn).await.map_err(write_err)?;
         }
-        conn.committed();
+        tx.committed = true;
         Ok(rejected)
     }
 

@@ -5,7 +5,7 @@
 //   k6 run -e INGEST_URL=http://127.0.0.1:8080 -e VUS=250 -e DURATION=60s k6/closed-loop.js
 import http from 'k6/http';
 import { message } from './lib/message.js';
-import { intSetting, durationSetting, gracefulStop, MEASURED, script } from './lib/config.js';
+import { intSetting, durationSetting, gracefulStop, laidOut, script } from './lib/config.js';
 import { record, postParams, thresholds, BASE } from './lib/summary.js';
 export { setup, teardown, handleSummary } from './lib/summary.js';
 
@@ -16,16 +16,9 @@ const WARMUP = durationSetting('WARMUP');
 const TIMEOUT = durationSetting('REQUEST_TIMEOUT');
 const STOP = gracefulStop(TIMEOUT);
 
-// Rounds start one second apart; the measured phase 5 s after the last round's end.
-const scenarios = {};
-for (let i = 0; i < ROUNDS; i++) {
-  scenarios[`warmup_${i + 1}`] = {
-    executor: 'constant-vus', vus: VUS, duration: WARMUP.text, startTime: `${i * (WARMUP.secs + 1)}s`, gracefulStop: STOP,
-  };
-}
-scenarios.measured = {
-  executor: 'constant-vus', vus: VUS, duration: MEASURED.text, startTime: `${ROUNDS * (WARMUP.secs + 1) + (ROUNDS ? 5 : 0)}s`, gracefulStop: STOP,
-};
+const scenarios = laidOut(ROUNDS, WARMUP, (duration, startTime) => ({
+  executor: 'constant-vus', vus: VUS, duration, startTime, gracefulStop: STOP,
+}));
 
 export const options = { scenarios, thresholds, summaryTrendStats: ['med', 'p(90)', 'p(95)', 'p(99)', 'max'] };
 const params = postParams('POST /v1/messages', TIMEOUT.text);

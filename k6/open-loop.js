@@ -7,7 +7,7 @@
 //   K6_CONSOLE_OUTPUT=k6/out/summary.ids K6_LOG_FORMAT=raw k6 run -e RATE=2000 -e DURATION=60s k6/open-loop.js
 import http from 'k6/http';
 import { message } from './lib/message.js';
-import { intSetting, durationSetting, gracefulStop, MEASURED, script } from './lib/config.js';
+import { intSetting, durationSetting, gracefulStop, laidOut, script } from './lib/config.js';
 import { record, postParams, thresholds, BASE } from './lib/summary.js';
 export { setup, teardown, handleSummary } from './lib/summary.js';
 
@@ -30,9 +30,7 @@ function arrival(duration, startTime) {
   };
 }
 
-const scenarios = {};
-for (let i = 0; i < ROUNDS; i++) scenarios[`warmup_${i + 1}`] = arrival(WARMUP.text, `${i * (WARMUP.secs + 1)}s`);
-scenarios.measured = arrival(MEASURED.text, `${ROUNDS * (WARMUP.secs + 1) + (ROUNDS ? 5 : 0)}s`);
+const scenarios = laidOut(ROUNDS, WARMUP, arrival);
 
 export const options = {
   scenarios,

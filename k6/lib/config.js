@@ -85,3 +85,16 @@ export function script(name) {
 export function scriptNameOf() {
   return scriptName;
 }
+
+/**
+ * The scenarios of a run: `rounds` warm-up scenarios of `warmup` (their requests are stored but not
+ * measured), one second apart, then `measured` 5 s after the last. `make(duration, startTime)`
+ * builds one scenario. Every script lays its phases out like this, so the experiment runner can
+ * find the measured phase the same way whatever the script.
+ */
+export function laidOut(rounds, warmup, make) {
+  const scenarios = {};
+  for (let i = 0; i < rounds; i++) scenarios[`warmup_${i + 1}`] = make(warmup.text, `${i * (warmup.secs + 1)}s`);
+  scenarios.measured = make(MEASURED.text, `${rounds * (warmup.secs + 1) + (rounds ? 5 : 0)}s`);
+  return scenarios;
+}

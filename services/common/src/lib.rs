@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod config;
 pub mod kafka;
 pub mod message;
+pub mod procstat;
 pub mod telemetry;
 
 pub use message::{Limits, Message, NewMessage};

@@ -82,7 +82,7 @@ pub fn render_all(dir: &Path, ev: &crate::evidence::Evidence, views: &[RoundView
         out.push(name.to_string());
         Ok(())
     };
-    if ev.plan.load == crate::plan::LoadKind::Closed {
+    if ev.plan.load != crate::plan::LoadKind::Open {
         run("throughput.png", &|p| throughput(p, ev, views))?;
     } else {
         run("gradient-rate.png", &|p| gradient(p, ev, views, false))?;

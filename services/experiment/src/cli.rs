@@ -51,12 +51,16 @@ pub struct RunArgs {
     /// Rounds: each policy runs this many times, interleaved (A B C, A B C, ...).
     #[arg(long)]
     pub rounds: Option<u32>,
-    /// Closed loop (fixed VUs, the seed's) or open loop (fixed arrival rates, see --rates).
+    /// Closed loop (fixed VUs, the seed's), open loop (fixed arrival rates, see --rates) or batch
+    /// (closed loop of batch POSTs, see --batch).
     #[arg(long, value_enum)]
     pub load: Option<LoadKind>,
-    /// Closed loop: virtual users.
+    /// Closed loop and batch: virtual users.
     #[arg(long)]
     pub vus: Option<u32>,
+    /// Batch load: messages per request (`--load batch`).
+    #[arg(long)]
+    pub batch: Option<u32>,
     /// Open loop: target requests per second, comma separated; several make a gradient.
     #[arg(long, value_delimiter = ',')]
     pub rates: Option<Vec<u32>>,
@@ -162,6 +166,7 @@ impl RunArgs {
         set!(rounds);
         set!(load);
         set!(vus);
+        set!(batch);
         set!(rates);
         set!(max_vus);
         set!(duration);
@@ -230,5 +235,9 @@ mod tests {
         let cli = Cli::parse_from(["experiment", "--policies", "C", "--rates", "100,200"]);
         assert_eq!(cli.run.plan(None).expect("plan").load, LoadKind::Open);
         assert!(matches!(Cli::parse_from(["experiment", "report", "x"]).cmd, Some(Cmd::Report { .. })));
+        let plan = Cli::parse_from(["experiment", "--load", "batch", "--batch", "50", "--vus", "8"]).run.plan(None).expect("plan");
+        assert_eq!((plan.load, plan.batch, plan.points()), (LoadKind::Batch, 50, vec![8]));
+        let empty = Cli::parse_from(["experiment", "--load", "batch", "--batch", "0"]).run.plan(None).expect("plan");
+        assert!(matches!(empty.validate(), Err(crate::plan::PlanError::EmptyBatch)));
     }
 }

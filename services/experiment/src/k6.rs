@@ -1,5 +1,5 @@
 //! One k6 run of a round: the closed loop (`k6/closed-loop.js`, warm-up rounds then the measured
-//! phase) or the open loop (`k6/open-loop.js` at one rate), with the id log on, so reconcile can
+//! phase), the open loop (`k6/open-loop.js` at one rate) or batches (`k6/batch.js`), with the id log on, so reconcile can
 //! check the stores id by id against what k6 saw accepted.
 
 use crate::plan::{LoadKind, Plan};
@@ -68,6 +68,7 @@ pub async fn run(job: &K6Job<'_>, t0: Instant, sampler: &Sampler) -> Result<K6Ru
     let script = match job.plan.load {
         LoadKind::Closed => "k6/closed-loop.js",
         LoadKind::Open => "k6/open-loop.js",
+        LoadKind::Batch => "k6/batch.js",
     };
     let (rounds, each) = crate::plan::warmup(&job.plan.warmup).unwrap_or((0, "0s".into()));
     let summary = summary_path(job.dir);
@@ -87,6 +88,10 @@ pub async fn run(job: &K6Job<'_>, t0: Instant, sampler: &Sampler) -> Result<K6Ru
     ];
     match job.plan.load {
         LoadKind::Closed => env.push(("VUS".into(), job.point.to_string())),
+        LoadKind::Batch => {
+            env.push(("VUS".into(), job.point.to_string()));
+            env.push(("BATCH".into(), job.plan.batch.to_string()));
+        }
         LoadKind::Open => {
             env.push(("RATE".into(), job.point.to_string()));
             env.push(("MAX_VUS".into(), job.plan.max_vus.to_string()));

@@ -24,17 +24,21 @@ pub enum PlanError {
     FaultRound(u32, u32),
     #[error("the plan needs at least one policy and one round")]
     Empty,
+    #[error("a batch load needs at least one message per request")]
+    EmptyBatch,
     #[error("cannot read the plan: {0}")]
     Toml(#[from] toml::de::Error),
 }
 
-/// Closed loop (a fixed number of virtual users, the seed's load) or open loop (a fixed arrival
-/// rate, free of coordinated omission; a list of rates makes a gradient).
+/// Closed loop (a fixed number of virtual users, the seed's load), open loop (a fixed arrival
+/// rate, free of coordinated omission; a list of rates makes a gradient), or batch (a closed loop
+/// of `vus` users each posting `batch` messages per request to `/v1/messages/batch`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum LoadKind {
     Closed,
     Open,
+    Batch,
 }
 
 /// A deliberate fault in one round, to prove that the gates catch what they claim to.
@@ -114,8 +118,10 @@ pub struct Plan {
     pub policies: Vec<String>,
     pub rounds: u32,
     pub load: LoadKind,
-    /// Closed loop: virtual users.
+    /// Closed loop and batch: virtual users.
     pub vus: u32,
+    /// Batch: messages per request.
+    pub batch: u32,
     /// Open loop: target requests per second, one load point each.
     pub rates: Vec<u32>,
     /// Open loop: most virtual users k6 may use to keep the rate.
@@ -146,6 +152,7 @@ impl Default for Plan {
             rounds: 3,
             load: LoadKind::Closed,
             vus: 250,
+            batch: 100,
             rates: Vec::new(),
             max_vus: 500,
             duration: "60s".into(),
@@ -262,7 +269,7 @@ impl Plan {
     /// Load points: the VU count for a closed loop, each rate for an open one.
     pub fn points(&self) -> Vec<u32> {
         match self.load {
-            LoadKind::Closed => vec![self.vus],
+            LoadKind::Closed | LoadKind::Batch => vec![self.vus],
             LoadKind::Open => self.rates.clone(),
         }
     }
@@ -281,6 +288,9 @@ impl Plan {
         }
         if self.load == LoadKind::Open && self.rates.is_empty() {
             return Err(PlanError::NoRates);
+        }
+        if self.load == LoadKind::Batch && self.batch == 0 {
+            return Err(PlanError::EmptyBatch);
         }
         seconds(&self.duration)?;
         warmup(&self.warmup)?;

@@ -76,6 +76,7 @@ pub fn render(ev: &Evidence, views: &[RoundView], charts: &[String]) -> String {
     let load = match plan.load {
         LoadKind::Closed => format!("closed loop, {} VUs", plan.vus),
         LoadKind::Open => format!("open loop at {:?} requests/s (≤ {} VUs)", plan.rates, plan.max_vus),
+        LoadKind::Batch => format!("closed loop, {} VUs, {} messages per request", plan.vus, plan.batch),
     };
     let _ = writeln!(
         md,
@@ -354,6 +355,8 @@ pub fn verdicts_json(views: &[RoundView]) -> serde_json::Value {
                     "round": v.name, "policy": v.slot.policy, "point": v.slot.point, "valid": v.valid,
                     "reasons": gates::reasons(&v.gates), "throughput": v.stats.throughput, "writer_rate": v.stats.writer_rate, "p99_ms": v.stats.p99,
                     "caller_runs": v.stats.caller_runs(), "rejections": v.stats.rejected(), "gates": gates,
+                    "p50_ms": v.stats.p50, "messages": v.stats.messages, "cpu_us_per_msg": v.stats.cpu_us_per_msg,
+                    "k6_cores": v.stats.k6_cores, "outside_cores": v.stats.outside_cores,
                 })
             })
             .collect(),

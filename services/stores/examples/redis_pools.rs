@@ -14,13 +14,11 @@ use deadpool_redis::{Config, Runtime};
 use futures::stream::{self, StreamExt};
 use pipeline_stores::redis::{RedisArgs, RedisStore};
 use pipeline_stores::{Backend, Store};
+use pipeline_common::procstat::cpu_seconds;
 use std::time::Instant;
 
 const BATCH: usize = 100;
 
-#[path = "support/cpu.rs"]
-mod cpu;
-use cpu::cpu_seconds;
 
 fn pipeline_for(batch: &[pipeline_common::Message]) -> redis::Pipeline {
     let mut pipe = redis::pipe();
@@ -60,9 +58,9 @@ async fn main() -> anyhow::Result<()> {
     for &c in &levels {
         flush(&url).await?;
         let store = RedisStore::connect(&RedisArgs { url: url.clone() }).await?;
-        let (t, cpu) = (Instant::now(), cpu_seconds());
+        let (t, cpu) = (Instant::now(), cpu_seconds(None).unwrap_or(0.0));
         let results: Vec<_> = stream::iter(&batches).map(|b| store.write(b)).buffer_unordered(c).collect().await;
-        report("one multiplexed connection", c, n, t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
+        report("one multiplexed connection", c, n, t.elapsed().as_secs_f64(), cpu_seconds(None).unwrap_or(0.0) - cpu);
         results.into_iter().collect::<Result<Vec<_>, _>>()?;
 
         flush(&url).await?;
@@ -70,7 +68,7 @@ async fn main() -> anyhow::Result<()> {
         // Open the pool's connections before the clock starts, as a long-running writer would have.
         let warm: Vec<_> = futures::future::join_all((0..c).map(|_| pool.get())).await;
         drop(warm.into_iter().collect::<Result<Vec<_>, _>>()?);
-        let (t, cpu) = (Instant::now(), cpu_seconds());
+        let (t, cpu) = (Instant::now(), cpu_seconds(None).unwrap_or(0.0));
         let results: Vec<anyhow::Result<()>> = stream::iter(&batches)
             .map(|b| {
                 let pool = pool.clone();
@@ -83,7 +81,7 @@ async fn main() -> anyhow::Result<()> {
             .buffer_unordered(c)
             .collect()
             .await;
-        report(&format!("deadpool-redis (max {c})"), c, n, t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
+        report(&format!("deadpool-redis (max {c})"), c, n, t.elapsed().as_secs_f64(), cpu_seconds(None).unwrap_or(0.0) - cpu);
         results.into_iter().collect::<Result<Vec<_>, _>>()?;
     }
     flush(&url).await

@@ -1,19 +1,19 @@
 //! Times one store's batch writes alone: the "server's own rate" reference of the performance
 //! figures, and the check that a change to an adapter's write path pays.
 //!
-//!   cargo run --release -p pipeline-stores --example store_batches -- <store> [batches] [batch size]
+//!   cargo run --release -p pipeline-stores --example store_batches -- <store> [batches] [batch size] [in flight]
 //!
 //! Writes `batches` batches (default 200) of `batch size` (default 143, the writer's mean batch
-//! under 250 VUs) fresh messages of ~150 bytes, one batch at a time, into a private namespace
-//! of that store (dropped after), and prints the mean and p99 time per batch, messages/s and this
+//! under 250 VUs) fresh messages of ~150 bytes, `in flight` batches at a time (default 1; the
+//! writer has up to one per partition, 4, in flight per store), into a private namespace of that
+//! store (dropped after), and prints the mean and p99 time per batch, messages/s and this
 //! process's CPU per message (from /proc/self/stat).
 
 use pipeline_stores::{StoreArgs, StoreKind};
+use futures::stream::{self, StreamExt};
+use pipeline_common::procstat::cpu_seconds;
 use std::time::{Duration, Instant};
 
-#[path = "support/cpu.rs"]
-mod cpu;
-use cpu::cpu_seconds;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
@@ -22,6 +22,7 @@ async fn main() -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("store: {e}"))?;
     let batches: usize = argv.next().map(|v| v.parse()).transpose()?.unwrap_or(200);
     let size: usize = argv.next().map(|v| v.parse()).transpose()?.unwrap_or(143);
+    let in_flight: usize = argv.next().map(|v| v.parse()).transpose()?.unwrap_or(1).max(1);
     let mut args = StoreArgs::from_env();
     // `t_` like the tests' namespaces, so `scripts/test` drops what is left of it.
     let ns = format!("t_bench_{}", std::process::id());
@@ -30,21 +31,26 @@ async fn main() -> anyhow::Result<()> {
     store.prepare().await?;
     store.reset().await?;
     let msgs = pipeline_testkit::messages(batches * size, &ns);
-    let mut times: Vec<Duration> = Vec::with_capacity(batches);
-    let (t0, cpu0) = (Instant::now(), cpu_seconds());
-    for batch in msgs.chunks(size) {
-        let t = Instant::now();
-        let refused = store.write(batch).await?;
-        anyhow::ensure!(refused.is_empty(), "{kind} refused {} records", refused.len());
-        times.push(t.elapsed());
-    }
-    let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
+    let (t0, cpu0) = (Instant::now(), cpu_seconds(None).unwrap_or(0.0));
+    let store = &store;
+    let timed = stream::iter(msgs.chunks(size))
+        .map(|batch| async move {
+            let t = Instant::now();
+            let refused = store.write(batch).await?;
+            anyhow::ensure!(refused.is_empty(), "{kind} refused {} records", refused.len());
+            Ok(t.elapsed())
+        })
+        .buffer_unordered(in_flight)
+        .collect::<Vec<anyhow::Result<Duration>>>()
+        .await;
+    let mut times = timed.into_iter().collect::<anyhow::Result<Vec<Duration>>>()?;
+    let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds(None).unwrap_or(0.0) - cpu0);
     times.sort();
     let mean = times.iter().sum::<Duration>() / times.len().max(1) as u32;
     let p99 = times[(times.len() * 99 / 100).min(times.len() - 1)];
     let n = msgs.len();
     println!(
-        "{kind}: {batches} batches of {size}: mean {:.2} ms, p99 {:.2} ms per batch, {:.0} msg/s, {:.1} µs CPU/msg (this process)",
+        "{kind}: {batches} batches of {size}, {in_flight} in flight: mean {:.2} ms, p99 {:.2} ms per batch, {:.0} msg/s, {:.1} µs CPU/msg (this process)",
         mean.as_secs_f64() * 1e3,
         p99.as_secs_f64() * 1e3,
         n as f64 / wall,

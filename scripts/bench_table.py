@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""The table of scripts/bench, from its evidence folder alone (so it can be re-printed later):
+   python3 scripts/bench_table.py OUT VUS BATCH BATCH_VUS IN_FLIGHT RECORDS"""
+import json
+import re
+import sys
+from pathlib import Path
+
+SEED_RATE = 10171  # the seed's batch figure: 4 cores / 8 threads, servers in Docker, same laptop
+HZ = 100  # /proc/<pid>/stat ticks per second (USER_HZ)
+out, vus, batch, batch_vus, in_flight, records = sys.argv[1], *map(int, sys.argv[2:7])
+out = Path(out)
+ref = out / "references"
+
+
+def load(p):
+    return json.loads(Path(p).read_text())
+
+
+def fmt(v, digits=0):
+    return "—" if v is None else f"{v:,.{digits}f}"
+
+
+def null_ref(name):
+    s, cpu = load(ref / f"{name}.json"), load(ref / f"{name}.cpu.json")
+    m, msgs = s["measured"], max(s["accepted"], 1)
+    lat = m["latency_ms"]
+    return {
+        "rate": m["messages_per_s"], "requests": m["rate_per_s"], "p50": lat["p50"], "p99": lat["p99"],
+        "server_us": cpu["null_ticks"] / HZ * 1e6 / msgs, "k6_us": cpu["k6_ticks"] / HZ * 1e6 / msgs,
+    }
+
+
+def alone(name):
+    line = (ref / f"alone-{name}.txt").read_text().strip().splitlines()[-1]
+    rate = float(re.search(r"([\d.]+) msg/s", line).group(1))
+    client = float(re.search(r"([\d.]+) µs CPU/msg", line).group(1))
+    ticks = load(ref / f"alone-{name}.cpu.json")["server_ticks"]
+    return {"rate": rate, "server_us": ticks / HZ * 1e6 / records, "client_us": client, "line": line}
+
+
+def pipeline(name):
+    v = load(out / name / "verdicts.json")[0]
+    return v
+
+
+print(f"# Performance run: {out.name}\n")
+if (out / "PROFILING").exists():
+    print("**PROFILING RUN: not an acceptance run.**\n")
+ns, nb = null_ref("null-single"), null_ref("null-batch")
+servers = {k: alone(k) for k in ["mysql", "redis", "es", "mongo", "kafka"]}
+slowest = min(servers, key=lambda k: servers[k]["rate"])
+ps, pb = pipeline("single"), pipeline("batch")
+
+print("## End to end\n")
+print("| run | messages/s | p50 ms | p99 ms | reference | ratio | goal | reconcile |")
+print("|---|---|---|---|---|---|---|---|")
+r1 = ps["throughput"] / ns["rate"]
+print(f"| pipeline, single POSTs, {vus} VUs | {fmt(ps['throughput'])} | {fmt(ps.get('p50_ms'))} | {fmt(ps['p99_ms'])} | "
+      f"null 202: {fmt(ns['rate'])}/s | {r1:.2f} | ≥ 0.6 | {'exact' if ps['valid'] else 'INVALID: ' + ps['reasons']} |")
+r2 = pb["throughput"] / servers[slowest]["rate"]
+print(f"| pipeline, batches of {batch}, {batch_vus} VUs | {fmt(pb['throughput'])} | {fmt(pb.get('p50_ms'))} | {fmt(pb['p99_ms'])} | "
+      f"slowest server alone ({slowest}): {fmt(servers[slowest]['rate'])}/s | {r2:.2f} | ≥ 0.7 | {'exact' if pb['valid'] else 'INVALID: ' + pb['reasons']} |")
+print(f"\nThe seed reported {SEED_RATE:,} messages/s (4 cores / 8 threads, servers in Docker on the same laptop): "
+      f"batches here reach {pb['throughput'] / SEED_RATE:.2f} × that on 2 cores.\n")
+
+print("## References, measured alone in this run\n")
+print("| reference | messages/s | p50 / p99 ms | server CPU µs/msg | client CPU µs/msg |")
+print("|---|---|---|---|---|")
+print(f"| null 202, single POSTs, {vus} VUs ({fmt(ns['requests'])} requests/s) | {fmt(ns['rate'])} | {fmt(ns['p50'], 1)} / {fmt(ns['p99'], 1)} | {fmt(ns['server_us'], 1)} | k6 {fmt(ns['k6_us'], 1)} |")
+print(f"| null 202, batches of {batch}, {batch_vus} VUs | {fmt(nb['rate'])} | {fmt(nb['p50'], 1)} / {fmt(nb['p99'], 1)} | {fmt(nb['server_us'], 1)} | k6 {fmt(nb['k6_us'], 1)} |")
+names = {"mysql": "MariaDB", "redis": "Redis", "es": "OpenSearch", "mongo": "nx-27017", "kafka": "tansu (produce, then consume)"}
+for k, s in servers.items():
+    how = f"{records:,} records" if k == "kafka" else f"{records // batch} batches of {batch}, {in_flight} in flight"
+    print(f"| {names[k]} alone, {how} | {fmt(s['rate'])} | — | {fmt(s['server_us'], 1)} | {fmt(s['client_us'], 1)} |")
+
+print("\n## CPU per message, per process, in the pipeline runs\n")
+print("µs of CPU (user + system, /proc) from k6's start until the writer stored the last record, per message that entered the pipeline.\n")
+procs = ["ingest", "writer", "k6", "kafka", "es", "mongo", "mysql", "redis"]
+goals = {"ingest": ("≤ 40", "≤ 8"), "writer": ("≤ 30", "≤ 30")}
+print(f"| process | single POSTs | goal | batches of {batch} | goal |")
+print("|---|---|---|---|---|")
+for p in procs:
+    a, b = ps.get("cpu_us_per_msg", {}).get(p), pb.get("cpu_us_per_msg", {}).get(p)
+    g = goals.get(p, ("", ""))
+    print(f"| {p} | {fmt(a)} | {g[0]} | {fmt(b)} | {g[1]} |")
+ta, tb = sum(ps.get("cpu_us_per_msg", {}).values()), sum(pb.get("cpu_us_per_msg", {}).values())
+print(f"| **all** | {fmt(ta)} | | {fmt(tb)} | |")
+print(f"\nk6 used {fmt(ps.get('k6_cores'), 2)} / {fmt(pb.get('k6_cores'), 2)} cores; processes outside the runs "
+      f"{fmt(ps.get('outside_cores'), 2)} / {fmt(pb.get('outside_cores'), 2)} cores (single / batches).")

@@ -66,9 +66,22 @@ pub struct IngestConfig {
     /// Records the Kafka producer may hold before it pushes back on the ring.
     #[arg(long, env = "INGEST_PRODUCER_QUEUE", default_value_t = 100_000)]
     pub producer_queue: usize,
+    /// Extra librdkafka producer settings, `key=value`, comma separated (tuning only: `acks`,
+    /// `enable.idempotence` and `compression.type` are the pipeline's and cannot be changed here).
+    #[arg(long, env = "INGEST_PRODUCER_OPTIONS", value_delimiter = ',', value_parser = producer_option)]
+    pub producer_options: Vec<(String, String)>,
     /// HTTP worker threads (0 = one per core).
     #[arg(long, env = "INGEST_WORKERS", default_value_t = 0)]
     pub workers: usize,
+}
+
+fn producer_option(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s.split_once('=').ok_or_else(|| format!("`{s}` is not key=value"))?;
+    let k = k.trim();
+    if ["acks", "enable.idempotence", "compression.type", "compression.codec", "bootstrap.servers"].contains(&k) {
+        return Err(format!("{k} is fixed by the pipeline (acks=all, idempotence, lz4)"));
+    }
+    Ok((k.to_string(), v.trim().to_string()))
 }
 
 fn power_of_two(s: &str) -> Result<usize, String> {
@@ -103,5 +116,18 @@ mod tests {
         use clap::CommandFactory;
         let bare = pipeline_testkit::flags_without_help(&IngestConfig::command());
         assert!(bare.is_empty(), "flags without help: {bare:?}");
+    }
+
+    #[test]
+    fn producer_options_are_tuning_only() {
+        use clap::Parser;
+        let cfg = IngestConfig::try_parse_from(["ingest", "--producer-options", "socket.nagle.disable=true, linger.ms=20"])
+            .expect("tuning options parse");
+        assert_eq!(cfg.producer_options, [("socket.nagle.disable".into(), "true".into()), ("linger.ms".into(), "20".into())]);
+        for fixed in ["acks=1", "enable.idempotence=false", "compression.type=snappy"] {
+            let e = IngestConfig::try_parse_from(["ingest", "--producer-options", fixed]).err().map(|e| e.to_string());
+            assert!(e.as_deref().is_some_and(|e| e.contains("fixed by the pipeline")), "{fixed}: {e:?}");
+        }
+        assert!(IngestConfig::try_parse_from(["ingest", "--producer-options", "linger.ms"]).is_err());
     }
 }

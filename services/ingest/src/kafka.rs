@@ -36,7 +36,6 @@ pub type Ack = oneshot::Sender<Delivery>;
 
 /// A record on its way to Kafka.
 pub struct Pending {
-    pub key: String,
     pub payload: Vec<u8>,
     pub ack: Option<Ack>,
     pub since: Instant,
@@ -83,13 +82,24 @@ pub struct Publisher {
 
 impl Publisher {
     pub fn new(cfg: &IngestConfig) -> Result<Publisher, KafkaError> {
-        let producer: ThreadedProducer<DeliveryCtx> = producer_config(&cfg.kafka)
+        let mut config = producer_config(&cfg.kafka);
+        config
             .set("linger.ms", cfg.linger_ms.to_string())
             .set("batch.size", cfg.batch_bytes.to_string())
             .set("queue.buffering.max.messages", cfg.producer_queue.to_string())
             // Give up on a record well after the HTTP deadline, so a delivery report always comes.
             .set("message.timeout.ms", (cfg.deadline_ms * 6).max(30_000).to_string())
-            .create_with_context(DeliveryCtx)?;
+            // Records carry no key (the message id is in the payload, and nothing downstream
+            // reads a key), so librdkafka's sticky partitioner sends each linger window's
+            // records to one partition, then moves on: one produce request per window instead
+            // of one per partition. tansu answers a connection's requests one at a time; with
+            // four requests per window, librdkafka's broker thread spun on `poll(0)` while its
+            // in-flight window was full (docs/performance.md: ingest CPU −30 % to −50 %).
+            .set("sticky.partitioning.linger.ms", cfg.linger_ms.to_string());
+        for (k, v) in &cfg.producer_options {
+            config.set(k, v);
+        }
+        let producer: ThreadedProducer<DeliveryCtx> = config.create_with_context(DeliveryCtx)?;
         Ok(Publisher {
             producer: Arc::new(producer),
             topic: cfg.kafka.topic.clone(),
@@ -129,7 +139,8 @@ impl Publisher {
             let payload = p.payload;
             let waiting_since = Instant::now();
             loop {
-                let rec = BaseRecord::with_opaque_to(&self.topic, opaque).key(p.key.as_bytes()).payload(&payload);
+                // No key: see `Publisher::new` (sticky partitioning).
+                let rec = BaseRecord::<(), _, _>::with_opaque_to(&self.topic, opaque).payload(&payload);
                 match self.producer.send(rec) {
                     Ok(()) => break,
                     Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), rec))

@@ -23,7 +23,6 @@ use std::time::{Duration, Instant};
 
 /// What a request puts in the ring.
 pub struct Entry {
-    pub key: String,
     pub payload: Vec<u8>,
     /// `Some` in `--ack kafka` mode: the delivery report is sent here.
     pub ack: Option<Ack>,
@@ -31,7 +30,7 @@ pub struct Entry {
 
 impl Entry {
     fn bytes(&self) -> u64 {
-        (self.key.len() + self.payload.len()) as u64
+        self.payload.len() as u64
     }
 }
 
@@ -120,7 +119,7 @@ impl Ring {
         let handler = move |slot: &Slot, _seq: i64, end_of_batch: bool| {
             if let Some(entry) = lock(slot).take() {
                 batch_bytes += entry.bytes();
-                batch.push(Pending { key: entry.key, payload: entry.payload, ack: entry.ack, since: Instant::now() });
+                batch.push(Pending { payload: entry.payload, ack: entry.ack, since: Instant::now() });
             }
             if end_of_batch {
                 histogram!(catalog::INGEST_RING_DRAIN_BATCH_RECORDS).record(batch.len() as f64);

@@ -137,7 +137,7 @@ fn limits(cfg: &IngestConfig) -> Limits {
 }
 
 fn entry(m: &Message, ack: Option<crate::kafka::Ack>) -> Entry {
-    Entry { key: m.id.clone(), payload: m.to_json().into_bytes(), ack }
+    Entry { payload: m.to_json().into_bytes(), ack }
 }
 
 /// Waits for Kafka's delivery reports (in `--ack kafka` mode) within the deadline and turns

@@ -117,3 +117,20 @@ async fn kafka_produces_and_consumes_with_lz4() {
     assert_eq!(lag.iter().map(|p| p.high).sum::<i64>(), 1);
     assert_eq!(StoreKind::ALL.len(), 4);
 }
+
+#[tokio::test]
+async fn opensearch_index_gets_the_configured_refresh_interval() {
+    let _g = exclusive().await;
+    let mut ns = Namespace::new("esrefresh").await;
+    ns.stores.es.refresh_interval = "7s".into();
+    let store = pipeline_stores::es::EsStore::connect(&ns.stores.es).await.unwrap();
+    use pipeline_stores::Store;
+    store.reset().await.unwrap(); // deletes and creates the index with the settings
+    let url = format!("{}/{}/_settings", ns.stores.es.url, ns.stores.es.index);
+    let settings: serde_json::Value = reqwest::get(&url).await.unwrap().json().await.unwrap();
+    let got = &settings[&ns.stores.es.index]["settings"]["index"]["refresh_interval"];
+    assert_eq!(got, "7s", "{settings}");
+    // Written records count at once: count refreshes first, whatever the interval.
+    store.write(&messages(3, "esr")).await.unwrap();
+    assert_eq!(store.count().await.unwrap(), 3);
+}

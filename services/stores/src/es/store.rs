@@ -27,13 +27,15 @@ fn err(e: impl std::fmt::Display) -> StoreError {
 pub struct EsStore {
     client: Elasticsearch,
     index: String,
+    refresh_interval: String,
 }
 
 /// The index settings and mapping. One shard and no replicas: a single node here, and a
-/// single-shard `_count` is exact right after a refresh.
-fn index_definition() -> Value {
+/// single-shard `_count` is exact right after a refresh. The mapping analyses only `body` (the
+/// text people search); the other fields are exact values.
+fn index_definition(refresh_interval: &str) -> Value {
     json!({
-        "settings": { "number_of_shards": 1, "number_of_replicas": 0 },
+        "settings": { "number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": refresh_interval },
         "mappings": {
             "dynamic": "strict",
             "properties": {
@@ -74,7 +76,7 @@ impl Backend for EsStore {
             .disable_proxy()
             .build()
             .map_err(|e| StoreError::permanent(KIND, e))?;
-        Ok(Self { client: Elasticsearch::new(transport), index: args.index.clone() })
+        Ok(Self { client: Elasticsearch::new(transport), index: args.index.clone(), refresh_interval: args.refresh_interval.clone() })
     }
 }
 
@@ -97,7 +99,7 @@ impl Store for EsStore {
             .client
             .indices()
             .create(IndicesCreateParts::Index(&self.index))
-            .body(index_definition())
+            .body(index_definition(&self.refresh_interval))
             .send()
             .await
             .map_err(err)?;

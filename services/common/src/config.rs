@@ -35,3 +35,14 @@ impl KafkaArgs {
         <P as clap::Parser>::parse_from(["env"]).k
     }
 }
+
+/// One `key=value` librdkafka setting from a service's tuning flag (`--producer-options`,
+/// `--consumer-options`), refused when `key` is one the pipeline's guarantees rest on.
+pub fn librdkafka_option(s: &str, fixed: &[&str]) -> Result<(String, String), String> {
+    let (k, v) = s.split_once('=').ok_or_else(|| format!("`{s}` is not key=value"))?;
+    let k = k.trim();
+    if fixed.contains(&k) || k == "bootstrap.servers" {
+        return Err(format!("{k} is fixed by the pipeline and cannot be set here"));
+    }
+    Ok((k.to_string(), v.trim().to_string()))
+}

@@ -75,13 +75,9 @@ pub struct IngestConfig {
     pub workers: usize,
 }
 
+/// acks=all, idempotence and lz4 are what a 202 and tansu rely on.
 fn producer_option(s: &str) -> Result<(String, String), String> {
-    let (k, v) = s.split_once('=').ok_or_else(|| format!("`{s}` is not key=value"))?;
-    let k = k.trim();
-    if ["acks", "enable.idempotence", "compression.type", "compression.codec", "bootstrap.servers"].contains(&k) {
-        return Err(format!("{k} is fixed by the pipeline (acks=all, idempotence, lz4)"));
-    }
-    Ok((k.to_string(), v.trim().to_string()))
+    pipeline_common::config::librdkafka_option(s, &["acks", "enable.idempotence", "compression.type", "compression.codec"])
 }
 
 fn power_of_two(s: &str) -> Result<usize, String> {

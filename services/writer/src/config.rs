@@ -129,6 +129,10 @@ pub struct WriterConfig {
     /// Most records in one batch.
     #[arg(long, env = "WRITER_BATCH_MAX", default_value_t = 500)]
     pub batch_max: usize,
+    /// Extra librdkafka consumer settings, `key=value`, comma separated (tuning only: the group,
+    /// offset commits and the start position are the writer's and cannot be changed here).
+    #[arg(long, env = "WRITER_CONSUMER_OPTIONS", value_delimiter = ',', value_parser = consumer_option)]
+    pub consumer_options: Vec<(String, String)>,
     /// Longest wait for a batch to fill, in milliseconds.
     #[arg(long, env = "WRITER_BATCH_WAIT_MS", default_value_t = 10, alias = "batch-wait")]
     pub batch_wait_ms: u64,
@@ -175,6 +179,15 @@ pub struct WriterConfig {
     /// committed and the writer exits 0; the rest is redelivered to the next owner.
     #[arg(long, env = "WRITER_SHUTDOWN_GRACE_SECS", default_value_t = 30)]
     pub shutdown_grace_secs: u64,
+}
+
+/// Commits only after the stores hold a batch: no auto-commit, no auto offset store, and the
+/// group and start position are the writer's.
+fn consumer_option(s: &str) -> Result<(String, String), String> {
+    pipeline_common::config::librdkafka_option(
+        s,
+        &["group.id", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset", "isolation.level"],
+    )
 }
 
 impl WriterConfig {

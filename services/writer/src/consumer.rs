@@ -225,14 +225,18 @@ impl BatchConsumer {
     pub fn new(id: usize, cfg: Arc<WriterConfig>, driver: Arc<Driver<Dlq>>, dlq: Dlq) -> anyhow::Result<Self> {
         let tracker = Shared::default();
         let ctx = Ctx { id, topic: cfg.kafka.topic.clone(), tracker: tracker.clone() };
-        let consumer: StreamConsumer<Ctx> = client_config(&cfg.kafka)
+        let mut config = client_config(&cfg.kafka);
+        config
             .set("group.id", &cfg.kafka.group)
             .set("client.id", format!("writer-{id}"))
             .set("enable.auto.commit", "false")
             .set("auto.offset.reset", "earliest")
             .set("session.timeout.ms", "10000")
-            .set("heartbeat.interval.ms", "1000")
-            .create_with_context(ctx)?;
+            .set("heartbeat.interval.ms", "1000");
+        for (k, v) in &cfg.consumer_options {
+            config.set(k, v);
+        }
+        let consumer: StreamConsumer<Ctx> = config.create_with_context(ctx)?;
         consumer.subscribe(&[&cfg.kafka.topic])?;
         Ok(BatchConsumer { id, cfg, consumer, tracker, driver, dlq })
     }

@@ -36,13 +36,31 @@ impl KafkaArgs {
     }
 }
 
-/// One `key=value` librdkafka setting from a service's tuning flag (`--producer-options`,
-/// `--consumer-options`), refused when `key` is one the pipeline's guarantees rest on.
-pub fn librdkafka_option(s: &str, fixed: &[&str]) -> Result<(String, String), String> {
-    let (k, v) = s.split_once('=').ok_or_else(|| format!("`{s}` is not key=value"))?;
-    let k = k.trim();
-    if fixed.contains(&k) || k == "bootstrap.servers" {
-        return Err(format!("{k} is fixed by the pipeline and cannot be set here"));
+/// librdkafka settings from a service's tuning flag (`--producer-options`, `--consumer-options`):
+/// `key=value` pairs, comma separated; empty means none (so compose can pass `${VAR:-}`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KafkaOptions(pub Vec<(String, String)>);
+
+impl KafkaOptions {
+    /// Parses `text`, refusing any key in `fixed` (and `bootstrap.servers`): the settings the
+    /// pipeline's guarantees rest on.
+    pub fn parse(text: &str, fixed: &[&str]) -> Result<KafkaOptions, String> {
+        let mut out = Vec::new();
+        for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (k, v) = item.split_once('=').ok_or_else(|| format!("`{item}` is not key=value"))?;
+            let k = k.trim();
+            if fixed.contains(&k) || k == "bootstrap.servers" {
+                return Err(format!("{k} is fixed by the pipeline and cannot be set here"));
+            }
+            out.push((k.to_string(), v.trim().to_string()));
+        }
+        Ok(KafkaOptions(out))
     }
-    Ok((k.to_string(), v.trim().to_string()))
+
+    /// Adds every setting to a client configuration.
+    pub fn apply(&self, config: &mut rdkafka::ClientConfig) {
+        for (k, v) in &self.0 {
+            config.set(k, v);
+        }
+    }
 }

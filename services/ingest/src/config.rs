@@ -2,7 +2,7 @@
 //! (ring of 2^17 slots in front of a Kafka producer, topic of 4 partitions).
 
 use clap::{Parser, ValueEnum};
-use pipeline_common::config::KafkaArgs;
+use pipeline_common::config::{KafkaArgs, KafkaOptions};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -68,16 +68,16 @@ pub struct IngestConfig {
     pub producer_queue: usize,
     /// Extra librdkafka producer settings, `key=value`, comma separated (tuning only: `acks`,
     /// `enable.idempotence` and `compression.type` are the pipeline's and cannot be changed here).
-    #[arg(long, env = "INGEST_PRODUCER_OPTIONS", value_delimiter = ',', value_parser = producer_option)]
-    pub producer_options: Vec<(String, String)>,
+    #[arg(long, env = "INGEST_PRODUCER_OPTIONS", default_value = "", value_parser = producer_options)]
+    pub producer_options: KafkaOptions,
     /// HTTP worker threads (0 = one per core).
     #[arg(long, env = "INGEST_WORKERS", default_value_t = 0)]
     pub workers: usize,
 }
 
 /// acks=all, idempotence and lz4 are what a 202 and tansu rely on.
-fn producer_option(s: &str) -> Result<(String, String), String> {
-    pipeline_common::config::librdkafka_option(s, &["acks", "enable.idempotence", "compression.type", "compression.codec"])
+fn producer_options(s: &str) -> Result<KafkaOptions, String> {
+    KafkaOptions::parse(s, &["acks", "enable.idempotence", "compression.type", "compression.codec"])
 }
 
 fn power_of_two(s: &str) -> Result<usize, String> {
@@ -119,7 +119,9 @@ mod tests {
         use clap::Parser;
         let cfg = IngestConfig::try_parse_from(["ingest", "--producer-options", "socket.nagle.disable=true, linger.ms=20"])
             .expect("tuning options parse");
-        assert_eq!(cfg.producer_options, [("socket.nagle.disable".into(), "true".into()), ("linger.ms".into(), "20".into())]);
+        assert_eq!(cfg.producer_options.0, [("socket.nagle.disable".into(), "true".into()), ("linger.ms".into(), "20".into())]);
+        let none = IngestConfig::try_parse_from(["ingest", "--producer-options", ""]).expect("empty means none");
+        assert!(none.producer_options.0.is_empty());
         for fixed in ["acks=1", "enable.idempotence=false", "compression.type=snappy"] {
             let e = IngestConfig::try_parse_from(["ingest", "--producer-options", fixed]).err().map(|e| e.to_string());
             assert!(e.as_deref().is_some_and(|e| e.contains("fixed by the pipeline")), "{fixed}: {e:?}");

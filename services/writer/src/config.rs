@@ -3,7 +3,7 @@
 
 use crate::driver::PoolSpec;
 use clap::{Parser, ValueEnum};
-use pipeline_common::config::KafkaArgs;
+use pipeline_common::config::{KafkaArgs, KafkaOptions};
 use pipeline_stores::StoreArgs;
 use pipeline_stores::StoreKind;
 use std::collections::BTreeMap;
@@ -131,8 +131,8 @@ pub struct WriterConfig {
     pub batch_max: usize,
     /// Extra librdkafka consumer settings, `key=value`, comma separated (tuning only: the group,
     /// offset commits and the start position are the writer's and cannot be changed here).
-    #[arg(long, env = "WRITER_CONSUMER_OPTIONS", value_delimiter = ',', value_parser = consumer_option)]
-    pub consumer_options: Vec<(String, String)>,
+    #[arg(long, env = "WRITER_CONSUMER_OPTIONS", default_value = "", value_parser = consumer_options)]
+    pub consumer_options: KafkaOptions,
     /// Longest wait for a batch to fill, in milliseconds.
     #[arg(long, env = "WRITER_BATCH_WAIT_MS", default_value_t = 10, alias = "batch-wait")]
     pub batch_wait_ms: u64,
@@ -183,8 +183,8 @@ pub struct WriterConfig {
 
 /// Commits only after the stores hold a batch: no auto-commit, no auto offset store, and the
 /// group and start position are the writer's.
-fn consumer_option(s: &str) -> Result<(String, String), String> {
-    pipeline_common::config::librdkafka_option(
+fn consumer_options(s: &str) -> Result<KafkaOptions, String> {
+    KafkaOptions::parse(
         s,
         &["group.id", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset", "isolation.level"],
     )

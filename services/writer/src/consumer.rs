@@ -233,9 +233,7 @@ impl BatchConsumer {
             .set("auto.offset.reset", "earliest")
             .set("session.timeout.ms", "10000")
             .set("heartbeat.interval.ms", "1000");
-        for (k, v) in &cfg.consumer_options {
-            config.set(k, v);
-        }
+        cfg.consumer_options.apply(&mut config);
         let consumer: StreamConsumer<Ctx> = config.create_with_context(ctx)?;
         consumer.subscribe(&[&cfg.kafka.topic])?;
         Ok(BatchConsumer { id, cfg, consumer, tracker, driver, dlq })

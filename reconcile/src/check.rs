@@ -43,7 +43,7 @@ pub async fn run(
 ) -> anyhow::Result<Report> {
     let mut timings = Timings::default();
     for (i, s) in stores.iter().enumerate() {
-        let ids = timings.time(format!("read {}", s.kind()), s.ids()).await?;
+        let ids = timings.time(format!("read {}", s.kind()), crate::patient::ids(s.as_ref())).await?;
         let started = Instant::now();
         tally.reserve(ids.len().saturating_sub(tally.len()));
         tally.add_store(i, ids);

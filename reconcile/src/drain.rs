@@ -19,7 +19,7 @@ pub type Counts = Vec<(StoreKind, u64)>;
 pub async fn count_all(stores: &[Arc<dyn Store>]) -> anyhow::Result<Counts> {
     let mut out = Vec::with_capacity(stores.len());
     for s in stores {
-        out.push((s.kind(), s.count().await?));
+        out.push((s.kind(), crate::patient::count(s.as_ref()).await?));
     }
     Ok(out)
 }

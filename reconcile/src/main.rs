@@ -13,6 +13,7 @@ mod drain;
 mod expect;
 mod idlog;
 mod ids_cmd;
+mod patient;
 mod report;
 mod tally;
 mod totals;

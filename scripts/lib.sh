@@ -14,3 +14,7 @@ venv_bin() {
   [[ -f $v/.complete && -x $v/bin/$1 ]] || { echo "no $v/bin/$1: run scripts/stack up first" >&2; return 1; }
   echo "$v/bin/$1"
 }
+
+# cpu_ticks PID: user + system CPU time of a process, all threads, in clock ticks (1/100 s),
+# from /proc/PID/stat; fails when the process is gone. The benchmark scripts' per-process CPU.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

@@ -13,7 +13,7 @@ use pipeline_common::kafka::producer_config;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::util::Timeout;
-use rdkafka::ClientContext;
+use rdkafka::{ClientConfig, ClientContext};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -69,6 +69,37 @@ impl ProducerContext for DeliveryCtx {
     }
 }
 
+/// The ingest's producer configuration: the pipeline's producer settings plus the ingest's
+/// tuning and `--producer-options`. Public so the broker benchmark (`examples/broker_batches.rs`)
+/// measures tansu with exactly what the ingest sends.
+pub fn producer_client_config(cfg: &IngestConfig) -> ClientConfig {
+    let mut config = producer_config(&cfg.kafka);
+    config
+        .set("linger.ms", cfg.linger_ms.to_string())
+        .set("batch.size", cfg.batch_bytes.to_string())
+        .set("queue.buffering.max.messages", cfg.producer_queue.to_string())
+        // Give up on a record well after the HTTP deadline, so a delivery report always comes.
+        .set("message.timeout.ms", (cfg.deadline_ms * 6).max(30_000).to_string())
+        // Records carry no key (the message id is in the payload, and nothing downstream
+        // reads a key), so librdkafka's sticky partitioner sends each linger window's
+        // records to one partition, then moves on: one produce request per window instead
+        // of one per partition. tansu answers a connection's requests one at a time; with
+        // four requests per window, librdkafka's broker thread spun on `poll(0)` while its
+        // in-flight window was full (docs/performance.md: ingest CPU −30 % to −50 %).
+        .set("sticky.partitioning.linger.ms", cfg.linger_ms.to_string())
+        // One produce request in flight on the connection, the next one waiting behind it.
+        // With idempotence librdkafka allows a partition another request only once its
+        // in-flight *messages* (not requests) are below 5, yet still schedules an immediate
+        // wake-up for the ready batch: its broker thread spun on `poll(0)` until the broker
+        // answered (77,000 polls in 4 s under load; ingest CPU 145 µs per message in
+        // batches of 100). With one request in flight the waiting request sits in the
+        // output queue, which stops the wake-ups (20 µs per message, +48 % messages/s).
+        // tansu answers a connection's requests one at a time anyway.
+        .set("max.in.flight.requests.per.connection", "1");
+    cfg.producer_options.apply(&mut config);
+    config
+}
+
 /// Cheap to clone; all clones share one producer.
 #[derive(Clone)]
 pub struct Publisher {
@@ -82,31 +113,7 @@ pub struct Publisher {
 
 impl Publisher {
     pub fn new(cfg: &IngestConfig) -> Result<Publisher, KafkaError> {
-        let mut config = producer_config(&cfg.kafka);
-        config
-            .set("linger.ms", cfg.linger_ms.to_string())
-            .set("batch.size", cfg.batch_bytes.to_string())
-            .set("queue.buffering.max.messages", cfg.producer_queue.to_string())
-            // Give up on a record well after the HTTP deadline, so a delivery report always comes.
-            .set("message.timeout.ms", (cfg.deadline_ms * 6).max(30_000).to_string())
-            // Records carry no key (the message id is in the payload, and nothing downstream
-            // reads a key), so librdkafka's sticky partitioner sends each linger window's
-            // records to one partition, then moves on: one produce request per window instead
-            // of one per partition. tansu answers a connection's requests one at a time; with
-            // four requests per window, librdkafka's broker thread spun on `poll(0)` while its
-            // in-flight window was full (docs/performance.md: ingest CPU −30 % to −50 %).
-            .set("sticky.partitioning.linger.ms", cfg.linger_ms.to_string())
-            // One produce request in flight on the connection, the next one waiting behind it.
-            // With idempotence librdkafka allows a partition another request only once its
-            // in-flight *messages* (not requests) are below 5, yet still schedules an immediate
-            // wake-up for the ready batch: its broker thread spun on `poll(0)` until the broker
-            // answered (77,000 polls in 4 s under load; ingest CPU 145 µs per message in
-            // batches of 100). With one request in flight the waiting request sits in the
-            // output queue, which stops the wake-ups (20 µs per message, +48 % messages/s).
-            // tansu answers a connection's requests one at a time anyway.
-            .set("max.in.flight.requests.per.connection", "1");
-        cfg.producer_options.apply(&mut config);
-        let producer: ThreadedProducer<DeliveryCtx> = config.create_with_context(DeliveryCtx)?;
+        let producer: ThreadedProducer<DeliveryCtx> = producer_client_config(cfg).create_with_context(DeliveryCtx)?;
         Ok(Publisher {
             producer: Arc::new(producer),
             topic: cfg.kafka.topic.clone(),

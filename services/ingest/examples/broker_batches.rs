@@ -1,16 +1,18 @@
 //! The broker's own rate, the Kafka reference of the performance figures: N records of the
-//! pipeline's size produced with the pipeline's producer settings (`acks=all`, idempotence, lz4,
-//! the ingest's 50 ms linger) into a fresh 4-partition topic, then consumed back by a fresh
-//! group. A record goes through the broker twice in the pipeline (in from the ingest, out to
+//! pipeline's size produced exactly as the ingest produces them (its producer configuration,
+//! `ingest::kafka::producer_client_config`, with its defaults and environment; records without a
+//! key) into a fresh 4-partition topic, then consumed back by a fresh group. A record goes through the broker twice in the pipeline (in from the ingest, out to
 //! the writer), so the reference rate is N over the time of both halves.
 //!
-//!   cargo run --release -p pipeline-common --example broker_batches -- [records] [bytes]
+//!   cargo run --release -p ingest --example broker_batches -- [records] [bytes]
 //!
 //! Prints one line with both halves, the combined rate and this process's CPU per record (the
 //! broker's own CPU is read from /proc by `scripts/bench`, which runs this).
 
-use pipeline_common::config::KafkaArgs;
-use pipeline_common::kafka::{client_config, ensure_topic, producer_config};
+use clap::Parser;
+use ingest::config::IngestConfig;
+use ingest::kafka::producer_client_config;
+use pipeline_common::kafka::{client_config, ensure_topic};
 use pipeline_common::procstat::cpu_seconds;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -22,28 +24,27 @@ async fn main() -> anyhow::Result<()> {
     let mut argv = std::env::args().skip(1);
     let n: usize = argv.next().map(|v| v.parse()).transpose()?.unwrap_or(100_000);
     let bytes: usize = argv.next().map(|v| v.parse()).transpose()?.unwrap_or(350);
-    let mut args = KafkaArgs::from_env();
-    args.topic = format!("bench_broker_{}", std::process::id());
-    ensure_topic(&args, &args.topic, 4).await?;
+    let mut cfg = IngestConfig::try_parse_from(["ingest"])?;
+    cfg.kafka.topic = format!("bench_broker_{}", std::process::id());
+    // Room for every record at once: this benchmark hands them all over before the first
+    // delivery report, where the ingest is paced by its requests.
+    cfg.producer_queue = cfg.producer_queue.max(n);
+    let args = &cfg.kafka;
+    ensure_topic(args, &args.topic, 4).await?;
 
-    let producer: FutureProducer = producer_config(&args)
-        .set("linger.ms", "50")
-        .set("queue.buffering.max.messages", "1000000")
-        .set("message.timeout.ms", "120000")
-        .create()?;
+    let producer: FutureProducer = producer_client_config(&cfg).create()?;
     let payload = "x".repeat(bytes);
     let (t0, c0) = (Instant::now(), cpu_seconds(None).unwrap_or(0.0));
     let mut pending = Vec::with_capacity(n);
-    for i in 0..n {
-        let key = i.to_string();
-        pending.push(producer.send_result(FutureRecord::to(&args.topic).key(&key).payload(&payload)).map_err(|(e, _)| e)?);
+    for _ in 0..n {
+        pending.push(producer.send_result(FutureRecord::<(), _>::to(&args.topic).payload(&payload)).map_err(|(e, _)| e)?);
     }
     for p in pending {
         p.await?.map_err(|(e, _)| e)?;
     }
     let (produced, pc) = (t0.elapsed().as_secs_f64(), cpu_seconds(None).unwrap_or(0.0) - c0);
 
-    let consumer: BaseConsumer = client_config(&args)
+    let consumer: BaseConsumer = client_config(args)
         .set("group.id", format!("{}_group", args.topic))
         .set("auto.offset.reset", "earliest")
         .set("enable.auto.commit", "false")

@@ -11,6 +11,12 @@
 //!
 //! A dead letter means a 202 was not kept: the ingest refuses with a 4xx everything a store is
 //! known to refuse, so this topic should stay empty; `writer_dlq_records_total` says if it does not.
+//!
+//! Because it should stay empty, the producer is created at the first dead letter, not at
+//! startup. An idle `FutureProducer` is not free: its polling thread wakes every 100 ms and
+//! busy-waits through the sub-millisecond rest of each wait (rust-rdkafka hands librdkafka a
+//! 0 ms timeout for it), which was 11 % of the writer's CPU samples under batch load
+//! (docs/performance.md). Its settings are checked at startup all the same.
 
 use crate::driver::DeadLetters;
 use metrics::counter;
@@ -19,20 +25,33 @@ use pipeline_common::config::KafkaArgs;
 use pipeline_common::kafka::producer_config;
 use pipeline_common::Message;
 use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::config::{ClientConfig, NativeClientConfig};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::OnceCell;
 
 #[derive(Clone)]
 pub struct Dlq {
-    producer: FutureProducer,
+    config: ClientConfig,
+    /// Created by the first dead letter (see the module docs).
+    producer: Arc<OnceCell<FutureProducer>>,
     topic: String,
 }
 
 impl Dlq {
+    /// Checks the producer settings with librdkafka (a typo fails the start, not the first dead
+    /// letter) without starting a producer.
     pub fn new(kafka: &KafkaArgs, topic: &str) -> anyhow::Result<Dlq> {
-        let producer = producer_config(kafka).create()?;
-        Ok(Dlq { producer, topic: topic.to_string() })
+        let config = producer_config(kafka);
+        let _checked: NativeClientConfig = config.create_native_config()?;
+        Ok(Dlq { config, producer: Arc::new(OnceCell::new()), topic: topic.to_string() })
+    }
+
+    /// The producer, started on first use; a failure to start is retried by the caller's loop.
+    async fn producer(&self) -> rdkafka::error::KafkaResult<&FutureProducer> {
+        self.producer.get_or_try_init(|| async { self.config.create() }).await
     }
 
     /// A record that is not a valid message (keyed by its partition and offset).
@@ -54,9 +73,13 @@ impl Dlq {
                 headers = headers.insert(Header { key: "id", value: Some(id) });
             }
             let rec = FutureRecord::to(&self.topic).key(key).payload(payload).headers(headers);
-            match self.producer.send(rec, Timeout::After(Duration::from_secs(10))).await {
+            let sent = match self.producer().await {
+                Ok(p) => p.send(rec, Timeout::After(Duration::from_secs(10))).await.map_err(|(e, _)| e),
+                Err(e) => Err(e),
+            };
+            match sent {
                 Ok(_) => return,
-                Err((e, _)) => {
+                Err(e) => {
                     counter!(catalog::WRITER_DLQ_ERRORS_TOTAL).increment(1);
                     tracing::error!(error = %e, "dead-letter produce failed; retrying");
                     tokio::time::sleep(Duration::from_millis(500)).await;

@@ -170,9 +170,10 @@ async fn a_poison_record_is_dead_lettered_and_does_not_block() {
     let mut ids = run.produce(100, "p1").await;
     produce_raw(&run.ns.kafka, &run.ns.kafka.topic, [(b"bad".to_vec(), b"{not json".to_vec())]).await;
     ids.extend(run.produce(100, "p2").await);
-    let _w = run.writer(&["--dlq-topic", &dlq]);
+    let w = run.writer(&["--dlq-topic", &dlq]);
     run.assert_stored(&ids).await;
     run.wait_committed(201).await;
+    assert_eq!(dead_letter_pollers(w.pid()), 1, "the first dead letter started the producer");
     // At least once: if the group rebalanced before the poison record's offset was committed,
     // the next owner dead-letters it again (same key, "partition:offset" of the original).
     assert!(run.metric("writer_dlq_records_total{store=\"decode\"}").await >= 1.0);
@@ -193,4 +194,27 @@ async fn a_poison_record_is_dead_lettered_and_does_not_block() {
     assert!(String::from_utf8_lossy(h.value.unwrap()).contains("decode"));
     let store = m.headers().expect("headers").iter().find(|h| h.key == "store").expect("store header");
     assert_eq!(store.value, Some(&b"decode"[..]));
+}
+
+/// Threads of `pid` that are a `FutureProducer`'s polling thread (named "producer polling
+/// thread", which the kernel cuts to 15 bytes).
+fn dead_letter_pollers(pid: i32) -> usize {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the writer's threads");
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.trim_end() == "producer pollin")
+        .count()
+}
+
+/// The dead-letter producer is started by the first dead letter, not at startup: an idle
+/// `FutureProducer`'s polling thread busy-waits through part of every 100 ms poll.
+#[tokio::test]
+async fn a_writer_without_dead_letters_runs_no_dead_letter_producer() {
+    let _g = exclusive().await;
+    let run = Run::new("nodlq").await;
+    let ids = run.produce(200, "n").await;
+    let w = run.writer(&[]);
+    run.assert_stored(&ids).await;
+    run.wait_committed(200).await;
+    assert_eq!(dead_letter_pollers(w.pid()), 0, "no dead letter, no producer thread");
 }

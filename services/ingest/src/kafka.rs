@@ -2,9 +2,8 @@
 //! complete the HTTP requests waiting in `--ack kafka` mode.
 //!
 //! `ThreadedProducer` runs librdkafka's poll loop on its own thread (it blocks in poll with a
-//! timeout, it does not spin) and calls [`DeliveryCtx::delivery`] for every record; the record's
-//! acknowledgement channel travels with it as the delivery opaque, so no map of pending ids is
-//! needed.
+//! timeout) and calls [`DeliveryCtx::delivery`] for every record; the request's [`RequestAck`]
+//! travels with each of its records as the delivery opaque, so no map of pending ids is needed.
 
 use crate::config::IngestConfig;
 use metrics::{counter, histogram};
@@ -14,6 +13,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::util::Timeout;
 use rdkafka::{ClientConfig, ClientContext};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -31,8 +31,67 @@ pub enum Delivery {
     Uncertain(String),
 }
 
-/// Where a record's [`Delivery`] is reported.
-pub type Ack = oneshot::Sender<Delivery>;
+impl Delivery {
+    /// How bad an outcome is for the request: one uncertain record makes the request uncertain.
+    fn severity(&self) -> u8 {
+        match self {
+            Delivery::Stored => 0,
+            Delivery::NotSent(_) => 1,
+            Delivery::Uncertain(_) => 2,
+        }
+    }
+}
+
+/// One request's acknowledgement, shared by all its records: the request waits on one channel
+/// for the worst of their outcomes (the first error of that kind), sent when the last record
+/// has its report. A batch of 100 used to wait on 100 channels, each a wake-up of its worker.
+///
+/// If records are dropped without a report (only when the producer itself goes away), the last
+/// drop drops the sender and the request reads that as "report lost", i.e. uncertain.
+pub struct RequestAck {
+    remaining: AtomicUsize,
+    state: Mutex<AckState>,
+}
+
+struct AckState {
+    worst: Delivery,
+    tx: Option<oneshot::Sender<Delivery>>,
+}
+
+/// Where a record's [`Delivery`] is reported: its request's acknowledgement.
+pub type Ack = Arc<RequestAck>;
+
+impl RequestAck {
+    /// An acknowledgement for `records` records, and where the request reads its outcome.
+    pub fn new(records: usize) -> (Ack, oneshot::Receiver<Delivery>) {
+        let (tx, rx) = oneshot::channel();
+        let state = Mutex::new(AckState { worst: Delivery::Stored, tx: Some(tx) });
+        (Arc::new(RequestAck { remaining: AtomicUsize::new(records), state }), rx)
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, AckState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// One record's outcome. Failures are recorded before the count goes down, so the record
+    /// that brings it to zero sees every earlier failure.
+    pub fn report(&self, outcome: Delivery) {
+        if outcome.severity() > 0 {
+            let mut st = self.state();
+            if outcome.severity() > st.worst.severity() {
+                st.worst = outcome;
+            }
+        }
+        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let mut st = self.state();
+            let worst = std::mem::replace(&mut st.worst, Delivery::Stored);
+            if let Some(tx) = st.tx.take() {
+                // The request may have given up (deadline) and dropped the receiver: fine.
+                let _ = tx.send(worst);
+            }
+        }
+    }
+}
 
 /// A record on its way to Kafka.
 pub struct Pending {
@@ -63,8 +122,7 @@ impl ProducerContext for DeliveryCtx {
             }
         };
         if let Some(ack) = opaque.ack {
-            // The request may have given up (deadline) and dropped the receiver: fine.
-            let _ = ack.send(outcome);
+            ack.report(outcome);
         }
     }
 }
@@ -166,7 +224,7 @@ impl Publisher {
                     Err((e, rec)) => {
                         counter!(catalog::INGEST_KAFKA_ERRORS_TOTAL).increment(1);
                         if let Some(ack) = rec.delivery_opaque.ack {
-                            let _ = ack.send(Delivery::NotSent(e.to_string()));
+                            ack.report(Delivery::NotSent(e.to_string()));
                         }
                         break;
                     }
@@ -185,5 +243,52 @@ impl Publisher {
     /// Waits until every queued record has a delivery report (shutdown).
     pub fn flush(&self, timeout: Duration) -> Result<(), KafkaError> {
         self.producer.flush(Timeout::After(timeout))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome_of(reports: Vec<Delivery>) -> Result<Delivery, oneshot::error::TryRecvError> {
+        let (ack, mut rx) = RequestAck::new(reports.len());
+        let n = reports.len();
+        for (i, d) in reports.into_iter().enumerate() {
+            assert!(rx.try_recv().is_err() || i == n, "no answer before the last report");
+            ack.report(d);
+        }
+        rx.try_recv()
+    }
+
+    #[test]
+    fn the_request_hears_once_every_record_is_reported() {
+        let (ack, mut rx) = RequestAck::new(3);
+        ack.report(Delivery::Stored);
+        ack.report(Delivery::Stored);
+        assert!(rx.try_recv().is_err(), "one record still unreported");
+        ack.report(Delivery::Stored);
+        assert_eq!(rx.try_recv(), Ok(Delivery::Stored));
+    }
+
+    #[test]
+    fn the_worst_outcome_wins_and_keeps_its_first_error() {
+        let got = outcome_of(vec![
+            Delivery::NotSent("full".into()),
+            Delivery::Uncertain("timed out".into()),
+            Delivery::Uncertain("later".into()),
+            Delivery::Stored,
+        ]);
+        assert_eq!(got, Ok(Delivery::Uncertain("timed out".into())));
+        assert_eq!(outcome_of(vec![Delivery::Stored, Delivery::NotSent("full".into())]), Ok(Delivery::NotSent("full".into())));
+    }
+
+    #[test]
+    fn records_dropped_without_a_report_close_the_channel() {
+        let (ack, mut rx) = RequestAck::new(2);
+        let other = ack.clone();
+        ack.report(Delivery::Stored);
+        drop(ack);
+        drop(other);
+        assert_eq!(rx.try_recv(), Err(oneshot::error::TryRecvError::Closed));
     }
 }

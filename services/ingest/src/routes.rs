@@ -13,7 +13,7 @@
 //! A client that loses the connection after sending must treat the request as uncertain too.
 
 use crate::config::{AckMode, IngestConfig};
-use crate::kafka::{Delivery, Publisher};
+use crate::kafka::{Delivery, Publisher, RequestAck};
 use crate::ring::{Entry, Ring};
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
@@ -142,13 +142,13 @@ fn entry(m: &Message, ack: Option<crate::kafka::Ack>) -> Entry {
 
 /// Waits for Kafka's delivery reports (in `--ack kafka` mode) within the deadline and turns
 /// them into the answer: 202 when all are stored, 503 only when none can have been written.
-async fn await_acks(
+async fn await_ack(
     cfg: &IngestConfig,
-    acks: Vec<oneshot::Receiver<Delivery>>,
+    ack: Option<oneshot::Receiver<Delivery>>,
     msgs: &[Message],
 ) -> Result<(), ApiError> {
-    let all = futures::future::join_all(acks);
-    let results = match tokio::time::timeout(cfg.deadline(), all).await {
+    let Some(ack) = ack else { return Ok(()) };
+    let worst = match tokio::time::timeout(cfg.deadline(), ack).await {
         Err(_) => {
             return Err(ApiError::uncertain(
                 "Kafka did not acknowledge within the deadline",
@@ -156,42 +156,34 @@ async fn await_acks(
                 msgs,
             ))
         }
-        Ok(results) => results,
+        Ok(Ok(worst)) => worst,
+        // Records were dropped without a report (cannot happen while the producer lives):
+        // nothing says they were not sent.
+        Ok(Err(_)) => Delivery::Uncertain("delivery report lost".to_string()),
     };
-    let (mut not_sent, mut uncertain) = (None, None);
-    for r in results {
-        match r {
-            Ok(Delivery::Stored) => {}
-            Ok(Delivery::NotSent(e)) => not_sent = not_sent.or(Some(e)),
-            Ok(Delivery::Uncertain(e)) => uncertain = uncertain.or(Some(e)),
-            // The record's acknowledgement was dropped without a report (cannot happen while
-            // the producer lives): nothing says it was not sent.
-            Err(_) => uncertain = uncertain.or(Some("delivery report lost".to_string())),
-        }
-    }
-    match (uncertain, not_sent) {
-        (None, None) => Ok(()),
-        (Some(e), _) => Err(ApiError::uncertain(&e, cfg.retry_after_secs, msgs)),
+    match worst {
+        Delivery::Stored => Ok(()),
+        Delivery::Uncertain(e) => Err(ApiError::uncertain(&e, cfg.retry_after_secs, msgs)),
         // Some messages may be stored and others not: the request as a whole is uncertain.
-        (None, Some(e)) if msgs.len() > 1 => Err(ApiError::uncertain(&e, cfg.retry_after_secs, msgs)),
-        (None, Some(e)) => Err(ApiError::unavailable("kafka_unavailable", &e, cfg.retry_after_secs)),
+        Delivery::NotSent(e) if msgs.len() > 1 => Err(ApiError::uncertain(&e, cfg.retry_after_secs, msgs)),
+        Delivery::NotSent(e) => Err(ApiError::unavailable("kafka_unavailable", &e, cfg.retry_after_secs)),
     }
 }
 
 /// Puts validated messages in the ring (all or none) and, in `--ack kafka` mode, waits for Kafka.
 async fn publish(cfg: &IngestConfig, ring: &WorkerRing, msgs: &[Message]) -> Result<(), ApiError> {
-    let (mut entries, mut acks) = (Vec::with_capacity(msgs.len()), Vec::new());
-    for m in msgs {
-        let ack = (cfg.ack == AckMode::Kafka).then(|| {
-            let (tx, rx) = oneshot::channel();
-            acks.push(rx);
-            tx
-        });
-        entries.push(entry(m, ack));
-    }
+    let (ack, rx) = match cfg.ack {
+        AckMode::Kafka => {
+            let (ack, rx) = RequestAck::new(msgs.len());
+            (Some(ack), Some(rx))
+        }
+        AckMode::Ring => (None, None),
+    };
+    let entries = msgs.iter().map(|m| entry(m, ack.clone())).collect();
+    drop(ack);
     let put = ring.0.borrow_mut().try_put_all(entries);
     put.map_err(|_| ApiError::unavailable("ring_full", "the ingest ring is full; retry later", cfg.retry_after_secs))?;
-    await_acks(cfg, acks, msgs).await
+    await_ack(cfg, rx, msgs).await
 }
 
 pub async fn post_message(
@@ -216,7 +208,45 @@ pub async fn post_batch(
     ring: web::Data<WorkerRing>,
 ) -> Result<HttpResponse, ApiError> {
     let bytes = read_json_body(&req, body, cfg.max_request_bytes).await?;
-    let items: Vec<Value> = match serde_json::from_slice::<Value>(&bytes).map_err(json_error)? {
+    // A well-formed batch parses in one pass, straight into messages; only a bad one goes
+    // through a JSON tree, to report every bad item by its index. (The tree for every batch
+    // was 14 % of the ingest's CPU samples under batch load.)
+    let msgs = match serde_json::from_slice::<Vec<NewMessage>>(&bytes) {
+        Ok(items) if !items.is_empty() && items.len() <= cfg.max_batch => {
+            validate(&cfg, items.into_iter().map(Ok::<_, std::convert::Infallible>))
+        }
+        _ => validate_each(&cfg, &bytes),
+    }?;
+    publish(&cfg, &ring, &msgs).await?;
+    Ok(HttpResponse::Accepted().json(json!({ "ids": msgs.iter().map(|m| &m.id).collect::<Vec<_>>() })))
+}
+
+/// Validates a batch's items: all valid, or a 422 naming each bad item or field by index.
+fn validate<E: fmt::Display>(
+    cfg: &IngestConfig,
+    items: impl ExactSizeIterator<Item = Result<NewMessage, E>>,
+) -> Result<Vec<Message>, ApiError> {
+    let now = OffsetDateTime::now_utc();
+    let (mut msgs, mut bad) = (Vec::with_capacity(items.len()), Vec::new());
+    for (i, item) in items.enumerate() {
+        match item {
+            Err(e) => bad.push(json!({ "index": i, "field": null, "reason": e.to_string() })),
+            Ok(new) => match new.into_message(limits(cfg), now) {
+                Ok(m) => msgs.push(m),
+                Err(errs) => bad.extend(field_errors(Some(i), &errs)),
+            },
+        }
+    }
+    if !bad.is_empty() {
+        return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_batch", Value::Array(bad)));
+    }
+    Ok(msgs)
+}
+
+/// The slow path for a batch that did not parse as 1 to `max_batch` messages: says why, item by
+/// item.
+fn validate_each(cfg: &IngestConfig, bytes: &[u8]) -> Result<Vec<Message>, ApiError> {
+    let items: Vec<Value> = match serde_json::from_slice::<Value>(bytes).map_err(json_error)? {
         Value::Array(items) => items,
         _ => {
             return Err(ApiError::new(
@@ -233,22 +263,7 @@ pub async fn post_batch(
             format!("a batch holds 1 to {} messages, got {}", cfg.max_batch, items.len()),
         ));
     }
-    let now = OffsetDateTime::now_utc();
-    let (mut msgs, mut bad) = (Vec::with_capacity(items.len()), Vec::new());
-    for (i, item) in items.into_iter().enumerate() {
-        match serde_json::from_value::<NewMessage>(item) {
-            Err(e) => bad.push(json!({ "index": i, "field": null, "reason": e.to_string() })),
-            Ok(new) => match new.into_message(limits(&cfg), now) {
-                Ok(m) => msgs.push(m),
-                Err(errs) => bad.extend(field_errors(Some(i), &errs)),
-            },
-        }
-    }
-    if !bad.is_empty() {
-        return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_batch", Value::Array(bad)));
-    }
-    publish(&cfg, &ring, &msgs).await?;
-    Ok(HttpResponse::Accepted().json(json!({ "ids": msgs.iter().map(|m| &m.id).collect::<Vec<_>>() })))
+    validate(cfg, items.into_iter().map(serde_json::from_value::<NewMessage>))
 }
 
 pub async fn healthz() -> HttpResponse {

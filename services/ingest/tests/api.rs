@@ -195,6 +195,14 @@ async fn every_error_case_has_its_status_and_code() {
         .map(|e| (e["index"].as_u64().unwrap(), e["field"].as_str().unwrap()))
         .collect();
     assert_eq!(bad, [(1, "sender"), (3, "recipient")]);
+    // Items that are not messages at all are named by index too, beside field errors.
+    let items = json!([msg(0), {"sender": "a", "recipient": "b"}, {"sender": "", "recipient": "b", "body": "x"}, 7]);
+    let (st, v, _) = app.post("/v1/messages/batch", items.to_string()).await;
+    assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY);
+    let bad: Vec<(u64, Option<&str>)> =
+        v["detail"].as_array().unwrap().iter().map(|e| (e["index"].as_u64().unwrap(), e["field"].as_str())).collect();
+    assert_eq!(bad, [(1, None), (2, Some("sender")), (3, None)], "{v}");
+    assert!(v["detail"][0]["reason"].as_str().unwrap().contains("missing field `body`"), "{v}");
     assert_eq!(records_on_topic(&ns).await, 0, "bad input changes nothing");
 }
 

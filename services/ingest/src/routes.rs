@@ -222,6 +222,8 @@ pub async fn post_batch(
 }
 
 /// Validates a batch's items: all valid, or a 422 naming each bad item or field by index.
+// The large error is the HTTP answer itself, built at most once per bad request.
+#[allow(clippy::result_large_err)]
 fn validate<E: fmt::Display>(
     cfg: &IngestConfig,
     items: impl ExactSizeIterator<Item = Result<NewMessage, E>>,
@@ -245,6 +247,7 @@ fn validate<E: fmt::Display>(
 
 /// The slow path for a batch that did not parse as 1 to `max_batch` messages: says why, item by
 /// item.
+#[allow(clippy::result_large_err)] // as for `validate`
 fn validate_each(cfg: &IngestConfig, bytes: &[u8]) -> Result<Vec<Message>, ApiError> {
     let items: Vec<Value> = match serde_json::from_slice::<Value>(bytes).map_err(json_error)? {
         Value::Array(items) => items,

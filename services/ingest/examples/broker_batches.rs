@@ -37,7 +37,8 @@ async fn main() -> anyhow::Result<()> {
     let (t0, c0) = (Instant::now(), cpu_seconds(None).unwrap_or(0.0));
     let mut pending = Vec::with_capacity(n);
     for _ in 0..n {
-        pending.push(producer.send_result(FutureRecord::<(), _>::to(&args.topic).payload(&payload)).map_err(|(e, _)| e)?);
+        pending
+            .push(producer.send_result(FutureRecord::<(), _>::to(&args.topic).payload(&payload)).map_err(|(e, _)| e)?);
     }
     for p in pending {
         p.await?.map_err(|(e, _)| e)?;

@@ -117,9 +117,13 @@ mod tests {
     #[test]
     fn producer_options_are_tuning_only() {
         use clap::Parser;
-        let cfg = IngestConfig::try_parse_from(["ingest", "--producer-options", "socket.nagle.disable=true, linger.ms=20"])
-            .expect("tuning options parse");
-        assert_eq!(cfg.producer_options.0, [("socket.nagle.disable".into(), "true".into()), ("linger.ms".into(), "20".into())]);
+        let cfg =
+            IngestConfig::try_parse_from(["ingest", "--producer-options", "socket.nagle.disable=true, linger.ms=20"])
+                .expect("tuning options parse");
+        assert_eq!(
+            cfg.producer_options.0,
+            [("socket.nagle.disable".into(), "true".into()), ("linger.ms".into(), "20".into())]
+        );
         let none = IngestConfig::try_parse_from(["ingest", "--producer-options", ""]).expect("empty means none");
         assert!(none.producer_options.0.is_empty());
         for fixed in ["acks=1", "enable.idempotence=false", "compression.type=snappy"] {

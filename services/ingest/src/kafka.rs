@@ -6,6 +6,7 @@
 //! travels with each of its records as the delivery opaque, so no map of pending ids is needed.
 
 use crate::config::IngestConfig;
+use crate::partitions::Rotation;
 use metrics::{counter, histogram};
 use pipeline_common::catalog;
 use pipeline_common::kafka::producer_config;
@@ -139,11 +140,13 @@ pub fn producer_client_config(cfg: &IngestConfig) -> ClientConfig {
         // Give up on a record well after the HTTP deadline, so a delivery report always comes.
         .set("message.timeout.ms", (cfg.deadline_ms * 6).max(30_000).to_string())
         // Records carry no key (the message id is in the payload, and nothing downstream
-        // reads a key), so librdkafka's sticky partitioner sends each linger window's
-        // records to one partition, then moves on: one produce request per window instead
-        // of one per partition. tansu answers a connection's requests one at a time; with
-        // four requests per window, librdkafka's broker thread spun on `poll(0)` while its
+        // reads a key), and each linger window's records go to one partition, then the next
+        // (`crate::partitions`): one produce request per window instead of one per
+        // partition. tansu answers a connection's requests one at a time; with four
+        // requests per window, librdkafka's broker thread spun on `poll(0)` while its
         // in-flight window was full (docs/performance.md: ingest CPU −30 % to −50 %).
+        // Until the partition count is known, the sticky partitioner does the same at
+        // random.
         .set("sticky.partitioning.linger.ms", cfg.linger_ms.to_string())
         // One produce request in flight on the connection, the next one waiting behind it.
         // With idempotence librdkafka allows a partition another request only once its
@@ -167,6 +170,8 @@ pub struct Publisher {
     queue_full_timeout: Duration,
     /// Set when the process is closing: records still waiting for room give up at this instant.
     closing: Arc<Mutex<Option<Instant>>>,
+    /// The partition for each linger window.
+    rotation: Rotation,
 }
 
 impl Publisher {
@@ -180,7 +185,13 @@ impl Publisher {
             // instead of 504 (uncertain).
             queue_full_timeout: cfg.deadline() / 2,
             closing: Arc::new(Mutex::new(None)),
+            rotation: Rotation::new(Duration::from_millis(cfg.linger_ms)),
         })
+    }
+
+    /// Where the partition count is kept (see `crate::partitions::keep_count`).
+    pub fn rotation(&self) -> &Rotation {
+        &self.rotation
     }
 
     /// From now on, a record waiting for room in the producer's queue waits at most `budget`
@@ -206,13 +217,17 @@ impl Publisher {
     /// record waits at most the request deadline (Kafka is not taking anything: its request has
     /// had its 503 by then), so the ring keeps draining and shutdown cannot hang.
     pub fn send_all(&self, records: impl Iterator<Item = Pending>) {
+        let partition = self.rotation.now();
         for p in records {
             let mut opaque = Box::new(Opaque { ack: p.ack, since: p.since });
             let payload = p.payload;
             let waiting_since = Instant::now();
             loop {
-                // No key: see `Publisher::new` (sticky partitioning).
-                let rec = BaseRecord::<(), _, _>::with_opaque_to(&self.topic, opaque).payload(&payload);
+                // No key: see `producer_client_config`.
+                let mut rec = BaseRecord::<(), _, _>::with_opaque_to(&self.topic, opaque).payload(&payload);
+                if let Some(p) = partition {
+                    rec = rec.partition(p);
+                }
                 match self.producer.send(rec) {
                     Ok(()) => break,
                     Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), rec))
@@ -279,7 +294,10 @@ mod tests {
             Delivery::Stored,
         ]);
         assert_eq!(got, Ok(Delivery::Uncertain("timed out".into())));
-        assert_eq!(outcome_of(vec![Delivery::Stored, Delivery::NotSent("full".into())]), Ok(Delivery::NotSent("full".into())));
+        assert_eq!(
+            outcome_of(vec![Delivery::Stored, Delivery::NotSent("full".into())]),
+            Ok(Delivery::NotSent("full".into()))
+        );
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! The ingest service: HTTP → disruptor ring → Kafka.
 //!
 //! [`routes`] validates and answers; [`ring`] decouples the HTTP workers from the producer;
-//! [`kafka`] publishes and turns delivery reports into acknowledgements; [`startup`] wires it.
+//! [`kafka`] publishes and turns delivery reports into acknowledgements, to the partition
+//! [`partitions`] picks; [`startup`] wires it.
 
 pub mod config;
 pub mod kafka;
+pub mod partitions;
 pub mod ring;
 pub mod routes;
 pub mod startup;

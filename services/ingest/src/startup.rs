@@ -36,6 +36,7 @@ impl Application {
             }
         });
         let publisher = Publisher::new(&cfg).context("creating the Kafka producer")?;
+        tokio::spawn(crate::partitions::keep_count(publisher.clone()));
         let ring = Ring::start(
             cfg.ring_size,
             cfg.ring_max_bytes,

@@ -235,7 +235,10 @@ mod tests {
         let cli = Cli::parse_from(["experiment", "--policies", "C", "--rates", "100,200"]);
         assert_eq!(cli.run.plan(None).expect("plan").load, LoadKind::Open);
         assert!(matches!(Cli::parse_from(["experiment", "report", "x"]).cmd, Some(Cmd::Report { .. })));
-        let plan = Cli::parse_from(["experiment", "--load", "batch", "--batch", "50", "--vus", "8"]).run.plan(None).expect("plan");
+        let plan = Cli::parse_from(["experiment", "--load", "batch", "--batch", "50", "--vus", "8"])
+            .run
+            .plan(None)
+            .expect("plan");
         assert_eq!((plan.load, plan.batch, plan.points()), (LoadKind::Batch, 50, vec![8]));
         let empty = Cli::parse_from(["experiment", "--load", "batch", "--batch", "0"]).run.plan(None).expect("plan");
         assert!(matches!(empty.validate(), Err(crate::plan::PlanError::EmptyBatch)));

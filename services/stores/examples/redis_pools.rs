@@ -12,13 +12,12 @@
 
 use deadpool_redis::{Config, Runtime};
 use futures::stream::{self, StreamExt};
+use pipeline_common::procstat::cpu_seconds;
 use pipeline_stores::redis::{RedisArgs, RedisStore};
 use pipeline_stores::{Backend, Store};
-use pipeline_common::procstat::cpu_seconds;
 use std::time::Instant;
 
 const BATCH: usize = 100;
-
 
 fn pipeline_for(batch: &[pipeline_common::Message]) -> redis::Pipeline {
     let mut pipe = redis::pipe();
@@ -81,7 +80,13 @@ async fn main() -> anyhow::Result<()> {
             .buffer_unordered(c)
             .collect()
             .await;
-        report(&format!("deadpool-redis (max {c})"), c, n, t.elapsed().as_secs_f64(), cpu_seconds(None).unwrap_or(0.0) - cpu);
+        report(
+            &format!("deadpool-redis (max {c})"),
+            c,
+            n,
+            t.elapsed().as_secs_f64(),
+            cpu_seconds(None).unwrap_or(0.0) - cpu,
+        );
         results.into_iter().collect::<Result<Vec<_>, _>>()?;
     }
     flush(&url).await

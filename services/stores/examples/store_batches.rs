@@ -9,11 +9,10 @@
 //! store (dropped after), and prints the mean and p99 time per batch, messages/s and this
 //! process's CPU per message (from /proc/self/stat).
 
-use pipeline_stores::{StoreArgs, StoreKind};
 use futures::stream::{self, StreamExt};
 use pipeline_common::procstat::cpu_seconds;
+use pipeline_stores::{StoreArgs, StoreKind};
 use std::time::{Duration, Instant};
-
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {

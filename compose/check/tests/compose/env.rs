@@ -42,11 +42,13 @@ fn program_env(bin: &str) -> BTreeMap<String, Option<String>> {
         for b in blocks {
             let Some(env) = b.split("[env: ").nth(1).and_then(|s| s.split('=').next()) else { continue };
             // clap quotes an empty default (`[default: ""]`): that is the empty string.
-            let default = b
-                .split("[default: ")
-                .nth(1)
-                .and_then(|s| s.split(']').next())
-                .map(|d| if d == "\"\"" { String::new() } else { d.to_string() });
+            let default = b.split("[default: ").nth(1).and_then(|s| s.split(']').next()).map(|d| {
+                if d == "\"\"" {
+                    String::new()
+                } else {
+                    d.to_string()
+                }
+            });
             out.insert(env.to_string(), default);
         }
     }

@@ -21,7 +21,12 @@ pub struct EsArgs {
     /// per message on bulk writes than at its 1 s default (docs/performance.md). Durability does
     /// not depend on it (the translog is synced per bulk request), and reconcile refreshes
     /// before it counts. `-1` turns periodic refresh off.
-    #[arg(id = "es-refresh-interval", long = "es-refresh-interval", env = "ES_REFRESH_INTERVAL", default_value = "30s")]
+    #[arg(
+        id = "es-refresh-interval",
+        long = "es-refresh-interval",
+        env = "ES_REFRESH_INTERVAL",
+        default_value = "30s"
+    )]
     pub refresh_interval: String,
 }
 

@@ -76,7 +76,11 @@ impl Backend for EsStore {
             .disable_proxy()
             .build()
             .map_err(|e| StoreError::permanent(KIND, e))?;
-        Ok(Self { client: Elasticsearch::new(transport), index: args.index.clone(), refresh_interval: args.refresh_interval.clone() })
+        Ok(Self {
+            client: Elasticsearch::new(transport),
+            index: args.index.clone(),
+            refresh_interval: args.refresh_interval.clone(),
+        })
     }
 }
 

@@ -134,3 +134,28 @@ async fn opensearch_index_gets_the_configured_refresh_interval() {
     store.write(&messages(3, "esr")).await.unwrap();
     assert_eq!(store.count().await.unwrap(), 3);
 }
+
+/// A MongoDB document is the message, field for field, with `sent_at` a BSON date (to the
+/// millisecond, BSON's precision) and the id as `_id`.
+#[tokio::test]
+async fn a_mongo_document_is_the_message_with_a_bson_date() {
+    use mongodb::bson::{doc, Bson, Document};
+    use pipeline_stores::mongo::MongoStore;
+    use pipeline_stores::Store;
+    let _g = exclusive().await;
+    let ns = Namespace::new("mdoc").await;
+    let args = &ns.stores.mongo;
+    let store = MongoStore::connect(args).await.unwrap();
+    let batch = messages(3, "md");
+    assert!(store.write(&batch).await.unwrap().is_empty());
+    let client = mongodb::Client::with_uri_str(&args.url).await.unwrap();
+    let coll = client.database(&args.database).collection::<Document>(&args.collection);
+    let m = &batch[1];
+    let d = coll.find_one(doc! { "_id": &m.id }).await.unwrap().expect("the document");
+    let millis = (m.sent_at.unix_timestamp_nanos() / 1_000_000) as i64;
+    let want = doc! {
+        "_id": &m.id, "sender": &m.sender, "recipient": &m.recipient, "body": &m.body,
+        "sent_at": Bson::DateTime(mongodb::bson::DateTime::from_millis(millis)),
+    };
+    assert_eq!(d, want);
+}

@@ -31,14 +31,26 @@ pub struct MongoStore {
     coll: Collection<Document>,
 }
 
-fn to_doc(m: &Message) -> Document {
+/// A message as its document, borrowing the message's text: the driver serializes it straight
+/// into BSON. (Building a `Document` first cloned every field and was then serialized again:
+/// ~5 % of the writer's CPU samples under batch load.)
+#[derive(serde::Serialize)]
+struct Doc<'a> {
+    _id: &'a str,
+    sender: &'a str,
+    recipient: &'a str,
+    body: &'a str,
+    sent_at: DateTime,
+}
+
+fn to_doc(m: &Message) -> Doc<'_> {
     let millis = (m.sent_at.unix_timestamp_nanos() / 1_000_000) as i64;
-    doc! {
-        "_id": &m.id,
-        "sender": &m.sender,
-        "recipient": &m.recipient,
-        "body": &m.body,
-        "sent_at": DateTime::from_millis(millis),
+    Doc {
+        _id: &m.id,
+        sender: &m.sender,
+        recipient: &m.recipient,
+        body: &m.body,
+        sent_at: DateTime::from_millis(millis),
     }
 }
 
@@ -96,7 +108,8 @@ impl Store for MongoStore {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
-        match self.coll.insert_many(batch.iter().map(to_doc)).ordered(false).await {
+        let docs = self.coll.clone_with_type::<Doc<'_>>();
+        match docs.insert_many(batch.iter().map(to_doc)).ordered(false).await {
             Ok(_) => Ok(Vec::new()),
             Err(e) => classify(e, batch),
         }

@@ -11,7 +11,7 @@
 
 use pipeline_common::message::{shard_table, Message};
 use std::collections::BTreeMap;
-use std::fmt::Write;
+use std::io::Write;
 
 /// Most SQL bytes in one request, far below MariaDB's default `max_allowed_packet` (16 MiB): a
 /// batch of large messages (hex doubles them) becomes several requests in the same transaction.
@@ -26,54 +26,79 @@ const BEGIN: &str = "START TRANSACTION;";
 /// The requests that write `rows`, in order: the first opens the transaction and the last
 /// commits it, so one request is the usual case. Each holds whole statements and at most
 /// `max_bytes` of SQL (a single row larger than that still gets its own statement).
+///
+/// Rows are written straight into the request as bytes through one reused row buffer: building
+/// a `String` per row and per statement, hex digit by `char`, then copying each twice was 9 % of
+/// the writer's CPU samples under batch load.
 pub fn requests(rows: &ByShard<'_>, max_bytes: usize) -> Vec<String> {
     // Room for a statement's closing clause and the final COMMIT.
     const SLACK: usize = 64;
+    let total: usize = rows.values().flatten().map(|(m, _)| row_len(m)).sum();
     let mut out = Vec::new();
-    let mut req = String::from(BEGIN);
+    let mut req = Vec::with_capacity((total + 128 * (rows.len() + 1)).min(max_bytes + SLACK));
+    req.extend_from_slice(BEGIN.as_bytes());
+    let mut row = Vec::new();
     for (shard, rows) in rows {
         let head = format!("INSERT INTO {} {COLUMNS} VALUES ", shard_table(*shard));
-        let mut stmt = String::new();
+        // Whether this shard's statement is open at the end of `req`.
+        let mut open = false;
         for (m, at) in rows {
-            let row = row(m, at);
-            if !stmt.is_empty() && req.len() + stmt.len() + row.len() + SLACK > max_bytes {
-                finish(&mut req, &mut stmt);
+            row.clear();
+            write_row(&mut row, m, at);
+            if open && req.len() + row.len() + SLACK > max_bytes {
+                close(&mut req);
+                open = false;
             }
-            let fresh = req.is_empty() || req == BEGIN;
-            if stmt.is_empty() && !fresh && req.len() + head.len() + row.len() + SLACK > max_bytes {
-                out.push(std::mem::take(&mut req));
+            let fresh = req.is_empty() || req == BEGIN.as_bytes();
+            if !open && !fresh && req.len() + head.len() + row.len() + SLACK > max_bytes {
+                out.push(text(std::mem::take(&mut req)));
             }
-            if stmt.is_empty() {
-                stmt.push_str(&head);
+            if open {
+                req.push(b',');
             } else {
-                stmt.push(',');
+                req.extend_from_slice(head.as_bytes());
+                open = true;
             }
-            stmt.push_str(&row);
+            req.extend_from_slice(&row);
         }
-        finish(&mut req, &mut stmt);
+        if open {
+            close(&mut req);
+        }
     }
-    req.push_str("COMMIT");
-    out.push(req);
+    req.extend_from_slice(b"COMMIT");
+    out.push(text(req));
     out
 }
 
-/// Appends the statement to the request, with the clause that makes a redelivery a no-op
-/// (`ON DUPLICATE KEY UPDATE`, not `INSERT IGNORE`, which would turn a truncated value into a
-/// warning and store a damaged row).
-fn finish(req: &mut String, stmt: &mut String) {
-    if !stmt.is_empty() {
-        req.push_str(stmt);
-        req.push_str(" ON DUPLICATE KEY UPDATE id = id;");
-        stmt.clear();
-    }
+/// The request as text. Everything written is ASCII (hex, digits, SQL keywords), so the check
+/// cannot fail; if it ever did, the lossy copy would make the server refuse the request.
+fn text(req: Vec<u8>) -> String {
+    String::from_utf8(req).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-fn row(m: &Message, at: &time::PrimitiveDateTime) -> String {
-    let mut r = String::with_capacity(2 * (m.id.len() + m.sender.len() + m.recipient.len() + m.body.len()) + 96);
-    r.push('(');
+/// Closes the open statement with the clause that makes a redelivery a no-op
+/// (`ON DUPLICATE KEY UPDATE`, not `INSERT IGNORE`, which would turn a truncated value into a
+/// warning and store a damaged row).
+fn close(req: &mut Vec<u8>) {
+    req.extend_from_slice(b" ON DUPLICATE KEY UPDATE id = id;");
+}
+
+const HEX_OPEN: &[u8] = b"_utf8mb4 X'";
+
+/// The length [`write_row`] writes for `m` (exact for the years the API accepts, 1000 to 9999;
+/// only used to size buffers): four hex literals with their commas, the 28-byte date literal
+/// and the parentheses.
+fn row_len(m: &Message) -> usize {
+    let text: usize = [&m.id, &m.sender, &m.recipient, &m.body].iter().map(|s| HEX_OPEN.len() + 2 * s.len() + 2).sum();
+    1 + text + 28 + 1
+}
+
+fn write_row(r: &mut Vec<u8>, m: &Message, at: &time::PrimitiveDateTime) {
+    r.reserve(row_len(m));
+    r.push(b'(');
     for s in [&m.id, &m.sender, &m.recipient, &m.body] {
-        hex_literal(&mut r, s);
-        r.push(',');
+        hex_literal(r, s);
+        r.push(b',');
     }
     // DATETIME(6) from digits only: 'YYYY-MM-DD HH:MM:SS.ffffff'.
     let _ = write!(
@@ -87,19 +112,15 @@ fn row(m: &Message, at: &time::PrimitiveDateTime) -> String {
         at.second(),
         at.microsecond()
     );
-    r
 }
 
 /// `_utf8mb4 X'…'`: the exact bytes of `s`, read by the server as utf8mb4 text. An empty string
 /// is `_utf8mb4 X''`, which is valid and empty.
-fn hex_literal(out: &mut String, s: &str) {
+fn hex_literal(out: &mut Vec<u8>, s: &str) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    out.push_str("_utf8mb4 X'");
-    for b in s.bytes() {
-        out.push(HEX[(b >> 4) as usize] as char);
-        out.push(HEX[(b & 15) as usize] as char);
-    }
-    out.push('\'');
+    out.extend_from_slice(HEX_OPEN);
+    out.extend(s.bytes().flat_map(|b| [HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]));
+    out.push(b'\'');
 }
 
 #[cfg(test)]
@@ -118,6 +139,15 @@ mod tests {
 
     fn at(m: &Message) -> time::PrimitiveDateTime {
         time::PrimitiveDateTime::new(m.sent_at.date(), m.sent_at.time())
+    }
+
+    #[test]
+    fn row_len_is_exact() {
+        for m in [msg("a-1", ""), msg("x", "🦀 é\u{0}"), msg(&"i".repeat(64), &"b".repeat(16_384))] {
+            let mut r = Vec::new();
+            write_row(&mut r, &m, &at(&m));
+            assert_eq!(r.len(), row_len(&m), "{}", String::from_utf8_lossy(&r[..40]));
+        }
     }
 
     #[test]

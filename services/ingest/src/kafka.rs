@@ -176,7 +176,11 @@ pub struct Publisher {
 
 impl Publisher {
     pub fn new(cfg: &IngestConfig) -> Result<Publisher, KafkaError> {
-        let producer: ThreadedProducer<DeliveryCtx> = producer_client_config(cfg).create_with_context(DeliveryCtx)?;
+        let config = producer_client_config(cfg);
+        // The partition turns with the linger librdkafka really uses (`--producer-options` may
+        // set `linger.ms`); turning faster would split a linger window over several partitions.
+        let linger = config.get("linger.ms").and_then(|v| v.parse::<f64>().ok()).unwrap_or(cfg.linger_ms as f64);
+        let producer: ThreadedProducer<DeliveryCtx> = config.create_with_context(DeliveryCtx)?;
         Ok(Publisher {
             producer: Arc::new(producer),
             topic: cfg.kafka.topic.clone(),
@@ -185,7 +189,7 @@ impl Publisher {
             // instead of 504 (uncertain).
             queue_full_timeout: cfg.deadline() / 2,
             closing: Arc::new(Mutex::new(None)),
-            rotation: Rotation::new(Duration::from_millis(cfg.linger_ms)),
+            rotation: Rotation::new(Duration::from_secs_f64(linger.max(0.0) / 1000.0)),
         })
     }
 
@@ -269,10 +273,21 @@ mod tests {
         let (ack, mut rx) = RequestAck::new(reports.len());
         let n = reports.len();
         for (i, d) in reports.into_iter().enumerate() {
-            assert!(rx.try_recv().is_err() || i == n, "no answer before the last report");
+            assert!(rx.try_recv().is_err(), "no answer before report {} of {n}", i + 1);
             ack.report(d);
         }
         rx.try_recv()
+    }
+
+    #[test]
+    fn the_partition_turns_with_the_linger_librdkafka_uses() {
+        use clap::Parser;
+        let window = |args: &[&str]| {
+            let cfg = IngestConfig::try_parse_from([&["ingest"], args].concat()).expect("flags parse");
+            Publisher::new(&cfg).expect("a producer").rotation().window()
+        };
+        assert_eq!(window(&["--linger-ms", "7"]), Duration::from_millis(7));
+        assert_eq!(window(&["--linger-ms", "7", "--producer-options", "linger.ms=20"]), Duration::from_millis(20));
     }
 
     #[test]

@@ -44,6 +44,11 @@ impl Rotation {
         (n > 0).then(|| ((since_epoch.as_millis() / self.window_ms) % n as u128) as i32)
     }
 
+    /// How long records go to one partition.
+    pub fn window(&self) -> Duration {
+        Duration::from_millis(u64::try_from(self.window_ms).unwrap_or(u64::MAX))
+    }
+
     pub fn set_count(&self, n: usize) {
         self.count.store(i32::try_from(n).unwrap_or(i32::MAX), Ordering::Relaxed);
     }

@@ -215,7 +215,12 @@ pub async fn post_batch(
         Ok(items) if !items.is_empty() && items.len() <= cfg.max_batch => {
             validate(&cfg, items.into_iter().map(Ok::<_, std::convert::Infallible>))
         }
-        _ => validate_each(&cfg, &bytes),
+        // Freed before the slow path builds its tree: a body of the largest size is not held
+        // twice.
+        parsed => {
+            drop(parsed);
+            validate_each(&cfg, &bytes)
+        }
     }?;
     publish(&cfg, &ring, &msgs).await?;
     Ok(HttpResponse::Accepted().json(json!({ "ids": msgs.iter().map(|m| &m.id).collect::<Vec<_>>() })))

@@ -33,7 +33,8 @@ const BEGIN: &str = "START TRANSACTION;";
 pub fn requests(rows: &ByShard<'_>, max_bytes: usize) -> Vec<String> {
     // Room for a statement's closing clause and the final COMMIT.
     const SLACK: usize = 64;
-    let total: usize = rows.values().flatten().map(|(m, _)| row_len(m)).sum();
+    // Each row and the comma after it.
+    let total: usize = rows.values().flatten().map(|(m, _)| row_len(m) + 1).sum();
     let mut out = Vec::new();
     let mut req = Vec::with_capacity((total + 128 * (rows.len() + 1)).min(max_bytes + SLACK));
     req.extend_from_slice(BEGIN.as_bytes());

@@ -9,6 +9,7 @@ pub mod config;
 pub mod kafka;
 pub mod message;
 pub mod procstat;
+pub mod record;
 pub mod telemetry;
 
 pub use message::{Limits, Message, NewMessage};

@@ -184,6 +184,8 @@ pub enum DecodeError {
     Json(#[from] serde_json::Error),
     #[error("invalid {}: {}", .0[0].field, .0[0].reason)]
     Invalid(Vec<FieldError>),
+    #[error("an empty array of messages")]
+    Empty,
 }
 
 impl Message {
@@ -205,10 +207,20 @@ impl Message {
     /// Decodes and validates a Kafka record payload. `sent_at` is normalised as the ingest does,
     /// so records written by an older ingest (with a local offset) are stored the same way.
     pub fn decode(payload: &[u8], limits: Limits) -> Result<Message, DecodeError> {
-        let mut msg: Message = serde_json::from_slice(payload)?;
-        msg.validate(limits).map_err(DecodeError::Invalid)?;
-        msg.sent_at = normalize_sent_at(msg.sent_at);
-        Ok(msg)
+        let msg: Message = serde_json::from_slice(payload)?;
+        msg.checked(limits).map_err(|(_, e)| e)
+    }
+
+    /// Validates a message read from the topic and normalises its `sent_at` (see [`decode`]);
+    /// an invalid one comes back with the reason, for the dead-letter topic.
+    ///
+    /// [`decode`]: Message::decode
+    pub fn checked(mut self, limits: Limits) -> Result<Message, (Message, DecodeError)> {
+        if let Err(errs) = self.validate(limits) {
+            return Err((self, DecodeError::Invalid(errs)));
+        }
+        self.sent_at = normalize_sent_at(self.sent_at);
+        Ok(self)
     }
 
     /// The JSON that travels on the topic and is stored in Redis.
@@ -218,6 +230,15 @@ impl Message {
     /// anyway, and its output is refused by [`Message::decode`] downstream rather than lost.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"unserialisable\":{:?}}}", e.to_string()))
+    }
+
+    /// [`Message::to_json`], appended to `out` (the same fallback).
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        if let Err(e) = serde_json::to_writer(&mut *out, self) {
+            out.truncate(start);
+            out.extend_from_slice(format!("{{\"unserialisable\":{:?}}}", e.to_string()).as_bytes());
+        }
     }
 
     pub fn shard(&self) -> u32 {

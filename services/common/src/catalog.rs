@@ -35,15 +35,15 @@ catalog! {
     gauge INGEST_RING_CAPACITY = "ingest_ring_capacity":
         "Slots in the ingest ring.";
     gauge INGEST_RING_CAPACITY_BYTES = "ingest_ring_capacity_bytes":
-        "Most bytes of messages the ring may hold (--ring-max-bytes).";
+        "Most bytes of records the ring may hold (--ring-max-bytes).";
     gauge INGEST_RING_OCCUPANCY = "ingest_ring_occupancy":
-        "Messages in the ring, published and not yet handed to the Kafka producer.";
+        "Kafka records in the ring (one per single POST, one per batch POST up to --record-max-bytes), published and not yet handed to the producer.";
     gauge INGEST_RING_BYTES = "ingest_ring_bytes":
-        "Bytes of messages in the ring.";
+        "Bytes of records in the ring.";
     counter INGEST_RING_REJECTIONS_TOTAL = "ingest_ring_rejections_total":
         "Requests refused with 503 ring_full, by reason (slots or bytes).";
     histogram INGEST_RING_DRAIN_BATCH_RECORDS = "ingest_ring_drain_batch_records":
-        "Messages the ring consumer took in one drain.";
+        "Kafka records the ring consumer took in one drain.";
     histogram INGEST_KAFKA_DELIVERY_SECONDS = "ingest_kafka_delivery_seconds":
         "Time from leaving the ring to Kafka's delivery report, in seconds.";
     counter INGEST_KAFKA_ERRORS_TOTAL = "ingest_kafka_errors_total":
@@ -52,7 +52,7 @@ catalog! {
         "Messages answered 504 uncertain: Kafka may or may not have them.";
 
     counter WRITER_RECORDS_TOTAL = "writer_records_total":
-        "Records taken from Kafka into a batch.";
+        "Kafka records taken into a batch (a batch POST's record holds many messages; writer_store_records_total counts messages).";
     gauge WRITER_ASSIGNED_PARTITIONS = "writer_assigned_partitions":
         "Partitions assigned to each consumer of this process, by consumer (a rebalance shows as a change).";
     counter WRITER_RECORDS_DROPPED_ON_REBALANCE_TOTAL = "writer_records_dropped_on_rebalance_total":
@@ -76,7 +76,7 @@ catalog! {
     histogram WRITER_STORE_WRITE_SECONDS = "writer_store_write_seconds":
         "Time of one successful store write, by store, in seconds.";
     counter WRITER_STORE_RECORDS_TOTAL = "writer_store_records_total":
-        "Records stored, by store.";
+        "Messages stored, by store.";
     counter WRITER_STORE_ERRORS_TOTAL = "writer_store_errors_total":
         "Failed store writes, by store and kind (transient or permanent).";
     counter WRITER_STORE_RETRIES_TOTAL = "writer_store_retries_total":

@@ -207,20 +207,18 @@ impl Message {
     /// Decodes and validates a Kafka record payload. `sent_at` is normalised as the ingest does,
     /// so records written by an older ingest (with a local offset) are stored the same way.
     pub fn decode(payload: &[u8], limits: Limits) -> Result<Message, DecodeError> {
-        let msg: Message = serde_json::from_slice(payload)?;
-        msg.checked(limits).map_err(|(_, e)| e)
+        let mut msg: Message = serde_json::from_slice(payload)?;
+        msg.check(limits)?;
+        Ok(msg)
     }
 
-    /// Validates a message read from the topic and normalises its `sent_at` (see [`decode`]);
-    /// an invalid one comes back with the reason, for the dead-letter topic.
+    /// Validates a message read from the topic and normalises its `sent_at` (see [`decode`]).
     ///
     /// [`decode`]: Message::decode
-    pub fn checked(mut self, limits: Limits) -> Result<Message, (Message, DecodeError)> {
-        if let Err(errs) = self.validate(limits) {
-            return Err((self, DecodeError::Invalid(errs)));
-        }
+    pub fn check(&mut self, limits: Limits) -> Result<(), DecodeError> {
+        self.validate(limits).map_err(DecodeError::Invalid)?;
         self.sent_at = normalize_sent_at(self.sent_at);
-        Ok(self)
+        Ok(())
     }
 
     /// The JSON that travels on the topic and is stored in Redis.

@@ -76,7 +76,7 @@ pub fn decode(payload: &[u8], limits: Limits) -> Decoded {
         Ok(msgs) if msgs.is_empty() => return whole(DecodeError::Empty),
         Ok(msgs) => {
             for (i, m) in msgs.into_iter().enumerate() {
-                out.push(i, m.checked(limits));
+                out.push(i, m, limits);
             }
         }
         Err(e) => match serde_json::from_slice::<Vec<Value>>(payload) {
@@ -84,7 +84,7 @@ pub fn decode(payload: &[u8], limits: Limits) -> Decoded {
             Ok(items) => {
                 for (i, item) in items.into_iter().enumerate() {
                     match serde_json::from_value::<Message>(item.clone()) {
-                        Ok(m) => out.push(i, m.checked(limits)),
+                        Ok(m) => out.push(i, m, limits),
                         Err(e) => out.bad.push(BadItem {
                             index: Some(i),
                             id: None,
@@ -101,15 +101,13 @@ pub fn decode(payload: &[u8], limits: Limits) -> Decoded {
 }
 
 impl Decoded {
-    fn push(&mut self, index: usize, checked: Result<Message, (Message, DecodeError)>) {
-        match checked {
-            Ok(m) => self.messages.push(m),
-            Err((m, error)) => self.bad.push(BadItem {
-                index: Some(index),
-                payload: m.to_json().into_bytes(),
-                id: Some(m.id),
-                error,
-            }),
+    /// A parsed item: kept when valid, dead-lettered (with its id) otherwise.
+    fn push(&mut self, index: usize, mut m: Message, limits: Limits) {
+        match m.check(limits) {
+            Ok(()) => self.messages.push(m),
+            Err(error) => {
+                self.bad.push(BadItem { index: Some(index), payload: m.to_json().into_bytes(), id: Some(m.id), error })
+            }
         }
     }
 }

@@ -1,12 +1,13 @@
-//! The broker's own rate, the Kafka reference of the performance figures: N records of the
-//! pipeline's size produced exactly as the ingest produces them (its producer configuration,
+//! The broker's own rate, the Kafka reference of the performance figures: N messages of the
+//! pipeline's size, PER to a record as the ingest puts a batch POST's messages in one record
+//! (`pipeline_common::record`), produced exactly as the ingest produces them (its producer configuration,
 //! `ingest::kafka::producer_client_config`, with its defaults and environment; records without a
 //! key) into a fresh 4-partition topic, then consumed back by a fresh group. A record goes through the broker twice in the pipeline (in from the ingest, out to
 //! the writer), so the reference rate is N over the time of both halves.
 //!
-//!   cargo run --release -p ingest --example broker_batches -- [records] [bytes]
+//!   cargo run --release -p ingest --example broker_batches -- [messages] [bytes] [per-record]
 //!
-//! Prints one line with both halves, the combined rate and this process's CPU per record (the
+//! Prints one line with both halves, the combined rate and this process's CPU per message (the
 //! broker's own CPU is read from /proc by `scripts/bench`, which runs this).
 
 use clap::Parser;
@@ -24,19 +25,23 @@ async fn main() -> anyhow::Result<()> {
     let mut argv = std::env::args().skip(1);
     let n: usize = argv.next().map(|v| v.parse()).transpose()?.unwrap_or(100_000);
     let bytes: usize = argv.next().map(|v| v.parse()).transpose()?.unwrap_or(350);
+    let per: usize = argv.next().map(|v| v.parse()).transpose()?.unwrap_or(1).max(1);
+    let records = n.div_ceil(per);
+    let n = records * per;
     let mut cfg = IngestConfig::try_parse_from(["ingest"])?;
     cfg.kafka.topic = format!("bench_broker_{}", std::process::id());
     // Room for every record at once: this benchmark hands them all over before the first
     // delivery report, where the ingest is paced by its requests.
-    cfg.producer_queue = cfg.producer_queue.max(n);
+    cfg.producer_queue = cfg.producer_queue.max(records);
     let args = &cfg.kafka;
     ensure_topic(args, &args.topic, 4).await?;
 
     let producer: FutureProducer = producer_client_config(&cfg).create()?;
+    let bytes = bytes * per;
     let payload = "x".repeat(bytes);
     let (t0, c0) = (Instant::now(), cpu_seconds(None).unwrap_or(0.0));
-    let mut pending = Vec::with_capacity(n);
-    for _ in 0..n {
+    let mut pending = Vec::with_capacity(records);
+    for _ in 0..records {
         pending
             .push(producer.send_result(FutureRecord::<(), _>::to(&args.topic).payload(&payload)).map_err(|(e, _)| e)?);
     }
@@ -53,8 +58,8 @@ async fn main() -> anyhow::Result<()> {
     consumer.subscribe(&[&args.topic])?;
     let (t1, c1) = (Instant::now(), cpu_seconds(None).unwrap_or(0.0));
     let mut seen = 0usize;
-    while seen < n {
-        anyhow::ensure!(t1.elapsed() < Duration::from_secs(300), "consumed {seen} of {n} records in 300 s");
+    while seen < records {
+        anyhow::ensure!(t1.elapsed() < Duration::from_secs(300), "consumed {seen} of {records} records in 300 s");
         match consumer.poll(Duration::from_millis(500)) {
             Some(Ok(m)) => seen += usize::from(m.payload().map_or(0, <[u8]>::len) == bytes),
             Some(Err(e)) => return Err(e.into()),
@@ -63,7 +68,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let (consumed, cc) = (t1.elapsed().as_secs_f64(), cpu_seconds(None).unwrap_or(0.0) - c1);
     println!(
-        "broker: {n} records of {bytes} bytes: produce {:.0}/s, consume {:.0}/s, through {:.0} msg/s, {:.1} µs CPU/msg (this process)",
+        "broker: {n} messages in {records} records of {bytes} bytes: produce {:.0}/s, consume {:.0}/s, through {:.0} msg/s, {:.1} µs CPU/msg (this process)",
         n as f64 / produced,
         n as f64 / consumed,
         n as f64 / (produced + consumed),

@@ -63,6 +63,12 @@ pub struct IngestConfig {
     /// Kafka producer batch size, in bytes.
     #[arg(long, env = "INGEST_BATCH_BYTES", default_value_t = 1 << 20)]
     pub batch_bytes: usize,
+    /// Largest Kafka record a batch POST is cut into, in bytes. A batch travels as JSON arrays of
+    /// messages, one record per request up to this size (a message larger than it gets a record
+    /// of its own): librdkafka's and the broker's work is per record (docs/performance.md). Must
+    /// stay below the producer's `message.max.bytes`.
+    #[arg(long, env = "INGEST_RECORD_MAX_BYTES", default_value_t = 256 << 10)]
+    pub record_max_bytes: usize,
     /// Records the Kafka producer may hold before it pushes back on the ring.
     #[arg(long, env = "INGEST_PRODUCER_QUEUE", default_value_t = 100_000)]
     pub producer_queue: usize,

@@ -161,6 +161,9 @@ pub fn producer_client_config(cfg: &IngestConfig) -> ClientConfig {
     config
 }
 
+/// Room left in `message.max.bytes` for a record's headers and batch framing.
+const RECORD_FRAMING: usize = 4096;
+
 /// Cheap to clone; all clones share one producer.
 #[derive(Clone)]
 pub struct Publisher {
@@ -180,6 +183,15 @@ impl Publisher {
         // The partition turns with the linger librdkafka really uses (`--producer-options` may
         // set `linger.ms`); turning faster would split a linger window over several partitions.
         let linger = config.get("linger.ms").and_then(|v| v.parse::<f64>().ok()).unwrap_or(cfg.linger_ms as f64);
+        // A batch's record must fit the producer's limit with room for the record's framing,
+        // or every large batch would fail at librdkafka after its validation said 202-worthy.
+        let max = config.get("message.max.bytes").and_then(|v| v.parse::<usize>().ok()).unwrap_or(1_000_000);
+        if cfg.record_max_bytes.saturating_add(RECORD_FRAMING) > max {
+            return Err(KafkaError::ClientCreation(format!(
+                "--record-max-bytes {} does not fit the producer's message.max.bytes {max} (minus {RECORD_FRAMING} bytes of framing)",
+                cfg.record_max_bytes
+            )));
+        }
         let producer: ThreadedProducer<DeliveryCtx> = config.create_with_context(DeliveryCtx)?;
         Ok(Publisher {
             producer: Arc::new(producer),
@@ -288,6 +300,19 @@ mod tests {
         };
         assert_eq!(window(&["--linger-ms", "7"]), Duration::from_millis(7));
         assert_eq!(window(&["--linger-ms", "7", "--producer-options", "linger.ms=20"]), Duration::from_millis(20));
+    }
+
+    #[test]
+    fn a_batch_record_must_fit_the_producer() {
+        use clap::Parser;
+        let publisher = |args: &[&str]| {
+            let cfg = IngestConfig::try_parse_from([&["ingest"], args].concat()).expect("flags parse");
+            Publisher::new(&cfg).map(|_| ())
+        };
+        assert!(publisher(&[]).is_ok(), "the defaults fit");
+        let e = publisher(&["--record-max-bytes", "999000"]).expect_err("over message.max.bytes");
+        assert!(e.to_string().contains("message.max.bytes 1000000"), "{e}");
+        assert!(publisher(&["--record-max-bytes", "999000", "--producer-options", "message.max.bytes=2000000"]).is_ok());
     }
 
     #[test]

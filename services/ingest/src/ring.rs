@@ -8,8 +8,10 @@
 //! Slots hold their entry behind an uncontended mutex because the disruptor hands consumers
 //! `&E` and the consumer must move the entry (and its acknowledgement channel) out.
 //!
-//! The ring is bounded in bytes as well as in slots: 131,072 slots of messages up to ~100 KB of
-//! JSON each would be gigabytes. A put that would pass the byte bound is a 503 like a full ring.
+//! A slot holds one Kafka record: a single POST's message, or a batch POST's messages as one
+//! array (`pipeline_common::record`, cut at `--record-max-bytes`). The ring is bounded in bytes
+//! as well as in slots: 131,072 slots of records up to 256 KB each would be gigabytes. A put
+//! that would pass the byte bound is a 503 like a full ring.
 
 use crate::kafka::{Ack, Pending, Publisher};
 use disruptor::wait_strategies::WaitStrategy;

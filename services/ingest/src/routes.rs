@@ -21,6 +21,7 @@ use futures::StreamExt;
 use metrics::counter;
 use pipeline_common::catalog;
 use pipeline_common::message::{FieldError, Limits, Message, NewMessage};
+use pipeline_common::record;
 use pipeline_common::telemetry;
 use serde_json::{json, Value};
 use std::cell::RefCell;
@@ -136,15 +137,12 @@ fn limits(cfg: &IngestConfig) -> Limits {
     Limits { max_body_bytes: cfg.max_body_bytes }
 }
 
-fn entry(m: &Message, ack: Option<crate::kafka::Ack>) -> Entry {
-    Entry { payload: m.to_json().into_bytes(), ack }
-}
-
 /// Waits for Kafka's delivery reports (in `--ack kafka` mode) within the deadline and turns
 /// them into the answer: 202 when all are stored, 503 only when none can have been written.
 async fn await_ack(
     cfg: &IngestConfig,
     ack: Option<oneshot::Receiver<Delivery>>,
+    records: usize,
     msgs: &[Message],
 ) -> Result<(), ApiError> {
     let Some(ack) = ack else { return Ok(()) };
@@ -164,26 +162,29 @@ async fn await_ack(
     match worst {
         Delivery::Stored => Ok(()),
         Delivery::Uncertain(e) => Err(ApiError::uncertain(&e, cfg.retry_after_secs, msgs)),
-        // Some messages may be stored and others not: the request as a whole is uncertain.
-        Delivery::NotSent(e) if msgs.len() > 1 => Err(ApiError::uncertain(&e, cfg.retry_after_secs, msgs)),
+        // Some records may be stored and others not: the request as a whole is uncertain.
+        Delivery::NotSent(e) if records > 1 => Err(ApiError::uncertain(&e, cfg.retry_after_secs, msgs)),
         Delivery::NotSent(e) => Err(ApiError::unavailable("kafka_unavailable", &e, cfg.retry_after_secs)),
     }
 }
 
-/// Puts validated messages in the ring (all or none) and, in `--ack kafka` mode, waits for Kafka.
+/// Puts validated messages in the ring as the topic's records (all or none; a batch is one
+/// record unless it passes `--record-max-bytes`) and, in `--ack kafka` mode, waits for Kafka.
 async fn publish(cfg: &IngestConfig, ring: &WorkerRing, msgs: &[Message]) -> Result<(), ApiError> {
+    let records = record::encode(msgs, cfg.record_max_bytes);
+    let n = records.len();
     let (ack, rx) = match cfg.ack {
         AckMode::Kafka => {
-            let (ack, rx) = RequestAck::new(msgs.len());
+            let (ack, rx) = RequestAck::new(n);
             (Some(ack), Some(rx))
         }
         AckMode::Ring => (None, None),
     };
-    let entries = msgs.iter().map(|m| entry(m, ack.clone())).collect();
+    let entries = records.into_iter().map(|payload| Entry { payload, ack: ack.clone() }).collect();
     drop(ack);
     let put = ring.0.borrow_mut().try_put_all(entries);
     put.map_err(|_| ApiError::unavailable("ring_full", "the ingest ring is full; retry later", cfg.retry_after_secs))?;
-    await_ack(cfg, rx, msgs).await
+    await_ack(cfg, rx, n, msgs).await
 }
 
 pub async fn post_message(

@@ -5,6 +5,7 @@ use clap::Parser;
 use ingest::config::IngestConfig;
 use ingest::startup::Application;
 use pipeline_common::kafka::group_lag;
+use pipeline_common::Message;
 use pipeline_testkit::{consume_messages, exclusive, free_port, Namespace};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -97,7 +98,25 @@ async fn single_and_batch_posts_land_on_the_topic_exactly() {
     assert_eq!((m5.sender.as_str(), m5.recipient.as_str(), m5.body.as_str()), ("alice", "bob", "hello 5"));
     assert_eq!(m5.sent_at, time::macros::datetime!(2026-11-29 12:00 UTC));
     assert!(got.iter().any(|m| m.id == generated && m.body == "no id"));
-    assert_eq!(records_on_topic(&ns).await, 102, "nothing else was produced");
+    // One record per single POST, one for the batch (an array of its 100 messages).
+    assert_eq!(records_on_topic(&ns).await, 3, "nothing else was produced");
+}
+
+#[tokio::test]
+async fn a_batch_past_the_record_budget_is_cut_into_records() {
+    let _g = exclusive().await;
+    let ns = Namespace::new("cut").await;
+    let app = spawn(&ns, None, &["--record-max-bytes", "1000"]).await;
+    let batch: Vec<Value> = (0..20).map(msg).collect();
+    let (st, body, _) = app.post("/v1/messages/batch", Value::Array(batch.clone()).to_string()).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{body}");
+    let mut got = consume_messages(&ns.kafka, 20, Duration::from_secs(30)).await;
+    got.sort_by_key(|m| m.id[2..].parse::<usize>().unwrap_or(usize::MAX));
+    let expected: Vec<Message> = batch.iter().map(|v| serde_json::from_value(v.clone()).unwrap()).collect();
+    assert_eq!(got, expected, "every message once");
+    let records = pipeline_common::record::encode(&expected, 1000);
+    assert!(records.len() > 1 && records.iter().all(|r| r.len() <= 1000));
+    assert_eq!(records_on_topic(&ns).await, records.len() as i64, "records of at most 1,000 bytes");
 }
 
 #[tokio::test]

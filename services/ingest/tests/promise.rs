@@ -5,7 +5,8 @@
 //! bodies up to the byte limit, and `sent_at` across the whole accepted range with every offset
 //! RFC 3339 allows, plus dates just outside it (which must be a 422, not a 202 that a store then
 //! refuses: before the fix `0000-01-01T00:00:00+00:01` got a 202 and then killed the writer on
-//! every restart).
+//! every restart). The same kinds of message also go through the batch route, whose messages
+//! travel to the writer as arrays (one Kafka record per request, cut at `--record-max-bytes`).
 //!
 //! Runs against the real servers, with the ingest and writer binaries spawned (so
 //! `PIPELINE_BIN_DIR` can point it at another build).
@@ -179,6 +180,33 @@ async fn every_accepted_message_lands_unchanged_in_all_four_stores() {
         }
     }
     assert!(accepted.len() > 900 && accepted.len() < cases.len(), "both kinds generated: {}", accepted.len());
+
+    // The same kinds of message through the batch route, whose messages travel as arrays in
+    // records of at most --record-max-bytes: valid ones in batches of 50 (a batch of bodies at
+    // the limit, escaped six-fold, spans many records), and batches that hold one invalid
+    // message, which must be refused whole.
+    let batch_cases = generate(600, &format!("b{}", &ns.name[ns.name.len() - 5..]));
+    let (good, bad): (Vec<&Case>, Vec<&Case>) = batch_cases.iter().partition(|c| c.valid);
+    let mut batches: Vec<(Vec<&Case>, bool)> = good.chunks(50).map(|c| (c.to_vec(), true)).collect();
+    batches.extend(bad.iter().take(3).zip(good.chunks(7)).map(|(b, g)| ([g, &[*b]].concat(), false)));
+    for (batch, valid) in &batches {
+        let body = Value::Array(batch.iter().map(|c| c.json.clone()).collect()).to_string();
+        let r = client.post(format!("{base}/batch")).header("content-type", "application/json").body(body);
+        let r = r.send().await.unwrap();
+        let status = r.status().as_u16();
+        let answer: Value = r.json().await.unwrap_or(Value::Null);
+        match (valid, status) {
+            (true, 202) => {
+                let ids = answer["ids"].as_array().expect("a 202 names the ids");
+                assert_eq!(ids.len(), batch.len(), "{answer}");
+                for (id, c) in ids.iter().zip(batch) {
+                    accepted.insert(id.as_str().expect("an id").to_string(), &c.json);
+                }
+            }
+            (false, 422) => assert_eq!(answer["error"], "invalid_batch", "{answer}"),
+            _ => panic!("{status} for a batch of {} (valid: {valid}): {answer}", batch.len()),
+        }
+    }
     let ids: Vec<String> = accepted.keys().cloned().collect();
     let counts = wait_for_counts(&stores, ids.len() as u64, Duration::from_secs(240)).await;
     assert!(writer.0.try_wait().unwrap().is_none(), "the writer is still running");

@@ -269,10 +269,14 @@ pub async fn consume_messages(
     while std::time::Instant::now() < deadline {
         let wait = if out.len() >= at_least { 2 } else { 1 };
         match tokio::time::timeout(std::time::Duration::from_secs(wait), c.recv()).await {
-            Ok(Ok(m)) => out.push(
-                pipeline_common::Message::decode(m.payload().unwrap_or_default(), pipeline_common::Limits::default())
-                    .expect("a valid message"),
-            ),
+            Ok(Ok(m)) => {
+                let d = pipeline_common::record::decode(
+                    m.payload().unwrap_or_default(),
+                    pipeline_common::Limits::default(),
+                );
+                assert!(d.bad.is_empty(), "every item a valid message: {:?}", d.bad);
+                out.extend(d.messages);
+            }
             Ok(Err(e)) => panic!("consume: {e}"),
             Err(_) if out.len() >= at_least => break,
             Err(_) => {}

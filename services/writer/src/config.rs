@@ -126,7 +126,8 @@ pub struct WriterConfig {
     /// Consumers in the group (each its own task and Kafka client).
     #[arg(long, env = "WRITER_CONSUMERS", default_value_t = 3)]
     pub consumers: usize,
-    /// Most records in one batch.
+    /// Most messages in one batch (a batch record, one batch POST, that holds more is a batch
+    /// on its own).
     #[arg(long, env = "WRITER_BATCH_MAX", default_value_t = 500)]
     pub batch_max: usize,
     /// Extra librdkafka consumer settings, `key=value`, comma separated (tuning only: the group,

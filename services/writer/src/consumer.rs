@@ -10,7 +10,8 @@ use anyhow::bail;
 use metrics::{counter, gauge};
 use pipeline_common::catalog;
 use pipeline_common::kafka::client_config;
-use pipeline_common::message::{Limits, Message};
+use pipeline_common::message::Limits;
+use pipeline_common::record;
 use rdkafka::consumer::{
     BaseConsumer, CommitMode as KafkaCommit, Consumer, ConsumerContext, Rebalance, StreamConsumer,
 };
@@ -23,13 +24,16 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-/// One record copied out of librdkafka's buffers, stamped with the assignment epoch of its
-/// partition at the moment it was pulled.
+/// One record decoded out of librdkafka's buffers (one message, or a batch request's array:
+/// `pipeline_common::record`), stamped with the assignment epoch of its partition at the moment
+/// it was pulled.
 pub struct Record {
     pub partition: i32,
     pub offset: i64,
     pub epoch: Epoch,
-    pub payload: Vec<u8>,
+    /// The record's size, for the pools' byte bounds.
+    pub bytes: usize,
+    pub decoded: record::Decoded,
 }
 
 /// The tracker, shared with librdkafka's callbacks (which run inside `recv()` and inside
@@ -245,7 +249,6 @@ impl BatchConsumer {
     /// supervisor restarts the process; nothing past that batch is committed.
     pub async fn run(self, stop: CancellationToken) -> anyhow::Result<()> {
         let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Completion>();
-        let limits = Limits { max_body_bytes: self.cfg.max_body_bytes };
         let grace = self.cfg.shutdown_grace();
         // Fires `grace` after the stop signal: bounds a write stuck behind a store outage.
         let grace_over = async {
@@ -292,7 +295,7 @@ impl BatchConsumer {
             // Dropping `handle` mid-write (grace over) is safe: its batch is never completed,
             // so never committed, and is redelivered to the next owner.
             tokio::select! {
-                r = self.handle(next_batch, records, limits, &done_tx) => if let Err(e) = r {
+                r = self.handle(next_batch, records, &done_tx) => if let Err(e) = r {
                     outcome = Err(e);
                     break;
                 },
@@ -341,11 +344,13 @@ impl BatchConsumer {
         commit(&self.consumer, &self.cfg.kafka.topic, &self.tracker, offsets, mode);
     }
 
-    /// One batch: the first record, then what arrives within `batch_wait`, up to `batch_max`.
+    /// One batch: the first record, then what arrives within `batch_wait`, until it holds
+    /// `batch_max` messages (one batch record holding more is a batch on its own).
     async fn fill(&self, first: KafkaResult<BorrowedMessage<'_>>) -> Vec<Record> {
         let mut out = Vec::new();
+        let mut items = 0;
         match first {
-            Ok(m) => self.take(&m, &mut out),
+            Ok(m) => items += self.take(&m, &mut out),
             Err(e) => {
                 tracing::warn!(error = %e, "consume error");
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -353,10 +358,10 @@ impl BatchConsumer {
             }
         }
         let deadline = Instant::now() + self.cfg.batch_wait();
-        while out.len() < self.cfg.batch_max {
+        while items < self.cfg.batch_max {
             let left = deadline.saturating_duration_since(Instant::now());
             match tokio::time::timeout(left, self.consumer.recv()).await {
-                Ok(Ok(m)) => self.take(&m, &mut out),
+                Ok(Ok(m)) => items += self.take(&m, &mut out),
                 Ok(Err(e)) => tracing::warn!(error = %e, "consume error"),
                 Err(_) => break,
             }
@@ -364,20 +369,21 @@ impl BatchConsumer {
         out
     }
 
-    /// Copies a record out, stamped with its partition's current epoch; a record of a partition
-    /// we do not own (cannot normally happen) is dropped here.
-    fn take(&self, m: &BorrowedMessage<'_>, out: &mut Vec<Record>) {
-        if let Some(epoch) = self.tracker.lock().epoch(m.partition()) {
-            let payload = m.payload().unwrap_or_default().to_vec();
-            out.push(Record { partition: m.partition(), offset: m.offset(), epoch, payload });
-        }
+    /// Decodes a record, stamped with its partition's current epoch, and returns how many items
+    /// it holds; a record of a partition we do not own (cannot normally happen) is dropped here.
+    fn take(&self, m: &BorrowedMessage<'_>, out: &mut Vec<Record>) -> usize {
+        let Some(epoch) = self.tracker.lock().epoch(m.partition()) else { return 0 };
+        let payload = m.payload().unwrap_or_default();
+        let decoded = record::decode(payload, Limits { max_body_bytes: self.cfg.max_body_bytes });
+        let items = decoded.messages.len() + decoded.bad.len();
+        out.push(Record { partition: m.partition(), offset: m.offset(), epoch, bytes: payload.len(), decoded });
+        items
     }
 
     async fn handle(
         &self,
         batch: u64,
         records: Vec<Record>,
-        limits: Limits,
         done: &mpsc::UnboundedSender<Completion>,
     ) -> anyhow::Result<()> {
         // Drop records whose partition was revoked (or revoked and re-assigned) while the batch
@@ -397,16 +403,16 @@ impl BatchConsumer {
         }
         counter!(catalog::WRITER_RECORDS_TOTAL).increment(records.len() as u64);
         let mut last: BTreeMap<i32, (Epoch, i64)> = BTreeMap::new();
-        let mut messages = Vec::with_capacity(records.len());
+        let mut messages = Vec::with_capacity(records.iter().map(|r| r.decoded.messages.len()).sum());
         let mut bytes = 0;
         for r in records {
             last.insert(r.partition, (r.epoch, r.offset));
-            match Message::decode(&r.payload, limits) {
-                Ok(m) => {
-                    bytes += r.payload.len();
-                    messages.push(m);
-                }
-                Err(e) => self.dlq.send_undecodable(r.partition, r.offset, &r.payload, &format!("decode: {e}")).await,
+            for bad in &r.decoded.bad {
+                self.dlq.send_undecodable(r.partition, r.offset, bad).await;
+            }
+            if !r.decoded.messages.is_empty() {
+                bytes += r.bytes;
+                messages.extend(r.decoded.messages);
             }
         }
         {

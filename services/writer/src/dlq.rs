@@ -3,7 +3,8 @@
 //!
 //! Delivery to it is at least once: a record dead-lettered in a batch whose offset was not yet
 //! committed when its partition moved is dead-lettered again by the next owner. Undecodable
-//! records are keyed `partition:offset` of the original, so duplicates are recognisable.
+//! records are keyed `partition:offset` of the original (`partition:offset:index` for one item of
+//! a batch record, `pipeline_common::record`), so duplicates are recognisable.
 //!
 //! Headers: `error` (why), `store` (the store that refused it, or `decode`), and `id` (the
 //! message id, when the record was decodable): reconcile reads them to report dead-lettered ids
@@ -23,6 +24,7 @@ use metrics::counter;
 use pipeline_common::catalog;
 use pipeline_common::config::KafkaArgs;
 use pipeline_common::kafka::producer_config;
+use pipeline_common::record::BadItem;
 use pipeline_common::Message;
 use rdkafka::config::{ClientConfig, NativeClientConfig};
 use rdkafka::message::{Header, OwnedHeaders};
@@ -54,10 +56,15 @@ impl Dlq {
         self.producer.get_or_try_init(|| async { self.config.create() }).await
     }
 
-    /// A record that is not a valid message (keyed by its partition and offset).
-    pub async fn send_undecodable(&self, partition: i32, offset: i64, payload: &[u8], error: &str) {
-        let key = format!("{partition}:{offset}");
-        self.send(key.as_bytes(), payload, "decode", None, error).await
+    /// A record, or one item of a batch record, that is not a valid message (keyed by where it
+    /// was; with its id header when it parsed as a message but failed validation).
+    pub async fn send_undecodable(&self, partition: i32, offset: i64, item: &BadItem) {
+        let key = match item.index {
+            None => format!("{partition}:{offset}"),
+            Some(i) => format!("{partition}:{offset}:{i}"),
+        };
+        let error = format!("decode: {}", item.error);
+        self.send(key.as_bytes(), &item.payload, "decode", item.id.as_deref(), &error).await
     }
 
     /// Sends one record and waits until the broker has it (retrying while it does not), because

@@ -196,6 +196,52 @@ async fn a_poison_record_is_dead_lettered_and_does_not_block() {
     assert_eq!(store.value, Some(&b"decode"[..]));
 }
 
+/// A batch record (an array, as the ingest writes a batch POST) with a poison item: the item
+/// alone is dead-lettered, keyed `partition:offset:index` and with its id when it has one, and
+/// its neighbours are stored.
+#[tokio::test]
+async fn a_poison_item_of_a_batch_record_costs_only_itself() {
+    let _g = exclusive().await;
+    let run = Run::new("poison_item").await;
+    pipeline_common::kafka::ensure_topic(&run.ns.kafka, &run.ns.kafka.topic, 4).await.unwrap();
+    let dlq = format!("{}.dlq", run.ns.name);
+    let good = pipeline_testkit::messages(4, "pi");
+    let mut items: Vec<serde_json::Value> = good.iter().map(|m| serde_json::to_value(m).unwrap()).collect();
+    let mut invalid = items[0].clone();
+    invalid["id"] = "pi-invalid".into();
+    invalid["sent_at"] = "0000-01-01T00:00:00+00:01".into(); // parses, fails validation
+    items.insert(1, invalid);
+    items.insert(3, serde_json::json!({ "not": "a message" }));
+    let record = serde_json::Value::Array(items).to_string().into_bytes();
+    produce_raw(&run.ns.kafka, &run.ns.kafka.topic, [(b"batch".to_vec(), record)]).await;
+    let _w = run.writer(&["--dlq-topic", &dlq]);
+    run.assert_stored(&good.iter().map(|m| m.id.clone()).collect::<Vec<_>>()).await;
+    run.wait_committed(1).await;
+
+    use rdkafka::consumer::{Consumer, StreamConsumer};
+    use rdkafka::message::Headers;
+    use rdkafka::Message as _;
+    let c: StreamConsumer = pipeline_common::kafka::client_config(&run.ns.kafka)
+        .set("group.id", format!("{dlq}-reader"))
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .unwrap();
+    c.subscribe(&[&dlq]).unwrap();
+    let mut dead = std::collections::BTreeMap::new();
+    while dead.len() < 2 {
+        let m = tokio::time::timeout(Duration::from_secs(30), c.recv()).await.expect("two dead letters").unwrap();
+        let key = String::from_utf8_lossy(m.key().unwrap_or_default()).to_string();
+        let index = key.rsplit(':').next().unwrap_or_default().to_string();
+        assert_eq!(key.matches(':').count(), 2, "keyed partition:offset:index, got {key}");
+        let id = m.headers().and_then(|h| h.iter().find(|h| h.key == "id").and_then(|h| h.value.map(<[u8]>::to_vec)));
+        dead.insert(index, (id, m.payload().unwrap_or_default().to_vec()));
+    }
+    assert_eq!(dead["1"].0.as_deref(), Some(&b"pi-invalid"[..]), "the invalid message, with its id");
+    assert_eq!(dead["3"], (None, br#"{"not":"a message"}"#.to_vec()), "the item that is no message");
+    // At least once, as for whole records: a rebalance before the commit dead-letters them again.
+    assert!(run.metric("writer_dlq_records_total{store=\"decode\"}").await >= 2.0);
+}
+
 /// Threads of `pid` that are a `FutureProducer`'s polling thread (named "producer polling
 /// thread", which the kernel cuts to 15 bytes).
 fn dead_letter_pollers(pid: i32) -> usize {

@@ -72,7 +72,7 @@ catalog! {
     counter WRITER_DLQ_ERRORS_TOTAL = "writer_dlq_errors_total":
         "Failed attempts to produce a dead letter (retried).";
     histogram WRITER_STORE_BATCH_RECORDS = "writer_store_batch_records":
-        "Records in one batch written to a store, by store.";
+        "Messages in one batch written to a store, by store.";
     histogram WRITER_STORE_WRITE_SECONDS = "writer_store_write_seconds":
         "Time of one successful store write, by store, in seconds.";
     counter WRITER_STORE_RECORDS_TOTAL = "writer_store_records_total":

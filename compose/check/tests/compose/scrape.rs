@@ -90,12 +90,17 @@ async fn every_dashboard_metric_is_in_a_real_scrape() {
         .expect("POST batch");
     assert_eq!(r.status(), 202, "{}", r.text().await.unwrap_or_default());
     kit::produce_raw(&ns.kafka, &ns.kafka.topic, [(b"poison".to_vec(), b"not a message".to_vec())]).await;
-    // A ring of 64 slots refuses a batch of 100 messages: ingest_ring_rejections_total{reason="slots"}.
+    // A ring of 64 slots refuses a batch of 100 records (a record budget of 1 byte puts each
+    // message in a record of its own): ingest_ring_rejections_total{reason="slots"}.
     let tport = kit::free_port();
     let mut tiny = ns.spawn(
         "ingest",
         &[],
-        &[("INGEST_LISTEN", format!("127.0.0.1:{tport}")), ("INGEST_RING_SIZE", "64".to_string())],
+        &[
+            ("INGEST_LISTEN", format!("127.0.0.1:{tport}")),
+            ("INGEST_RING_SIZE", "64".to_string()),
+            ("INGEST_RECORD_MAX_BYTES", "1".to_string()),
+        ],
     );
     wait_http(&format!("http://127.0.0.1:{tport}/readyz"), &mut tiny, "ingest with a tiny ring").await;
     let refused = kit::messages(100, "compose-refused");

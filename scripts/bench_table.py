@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The table of scripts/bench, from its evidence folder alone (so it can be re-printed later):
    python3 scripts/bench_table.py OUT VUS BATCH BATCH_VUS IN_FLIGHT RECORDS"""
+import csv
 import json
 import re
 import sys
@@ -40,7 +41,24 @@ def alone(name):
 
 
 def pipeline(name):
+    """The run's verdict, plus its end-to-end rate: every message stored in all four stores, over
+    the time from k6's start until the last one was (the writer's per-store counters in the
+    round's timeline). Kafka decouples the two halves: the ingest may accept faster than the
+    stores write, and the backlog drains after k6 stops, so k6's accepted rate alone overstates
+    what reached the stores."""
     v = load(out / name / "verdicts.json")[0]
+    rnd = out / name / "rounds" / v["round"]
+    started = load(rnd / "round.json")["k6"]["started_s"]
+    stored = {}
+    with open(rnd / "timeline.csv") as f:
+        for row in csv.DictReader(f):
+            if row["name"] == "writer_store_records_total":
+                stored.setdefault(float(row["t_s"]), {})[row["labels"]] = float(row["value"])
+    in_all = [(t, min(c.values())) for t, c in sorted(stored.items()) if len(c) == 4]
+    last = max((n for _, n in in_all), default=0)
+    done = min((t for t, n in in_all if n == last), default=None)
+    v["e2e"] = last / (done - started) if done and done > started else None
+    v["e2e_messages"], v["e2e_seconds"] = last, (done - started) if done else None
     return v
 
 
@@ -53,16 +71,24 @@ slowest = min(servers, key=lambda k: servers[k]["rate"])
 ps, pb = pipeline("single"), pipeline("batch")
 
 print("## End to end\n")
-print("| run | messages/s | p50 ms | p99 ms | reference | ratio | goal | reconcile |")
-print("|---|---|---|---|---|---|---|---|")
-r1 = ps["throughput"] / ns["rate"]
-print(f"| pipeline, single POSTs, {vus} VUs | {fmt(ps['throughput'])} | {fmt(ps.get('p50_ms'))} | {fmt(ps['p99_ms'])} | "
-      f"null 202: {fmt(ns['rate'])}/s | {r1:.2f} | ≥ 0.6 | {'exact' if ps['valid'] else 'INVALID: ' + ps['reasons']} |")
-r2 = pb["throughput"] / servers[slowest]["rate"]
-print(f"| pipeline, batches of {batch}, {batch_vus} VUs | {fmt(pb['throughput'])} | {fmt(pb.get('p50_ms'))} | {fmt(pb['p99_ms'])} | "
-      f"slowest server alone ({slowest}): {fmt(servers[slowest]['rate'])}/s | {r2:.2f} | ≥ 0.7 | {'exact' if pb['valid'] else 'INVALID: ' + pb['reasons']} |")
-print(f"\nThe seed reported {SEED_RATE:,} messages/s (4 cores / 8 threads, servers in Docker on the same laptop): "
-      f"batches here reach {pb['throughput'] / SEED_RATE:.2f} × that on 2 cores.\n")
+print("*messages/s*: every message stored in all four stores, over the time from k6's start until the last one was "
+      "(the ratio uses it). *accepted/s*: k6's measured phase at the ingest. *stored/s under load*: the writer during "
+      "that phase. Kafka decouples the halves: what the ingest accepts faster than the stores write drains after k6 stops.\n")
+print("| run | messages/s | accepted/s | stored/s under load | p50 ms | p99 ms | reference | ratio | goal | reconcile |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+rows = [
+    (f"single POSTs, {vus} VUs", ps, f"null 202: {fmt(ns['rate'])}/s", ns["rate"], "≥ 0.6"),
+    (f"batches of {batch}, {batch_vus} VUs", pb, f"slowest server alone ({slowest}): {fmt(servers[slowest]['rate'])}/s",
+     servers[slowest]["rate"], "≥ 0.7"),
+]
+for label, v, ref_text, ref_rate, goal in rows:
+    ratio = "—" if v["e2e"] is None else f"{v['e2e'] / ref_rate:.2f}"
+    print(f"| pipeline, {label} | {fmt(v['e2e'])} | {fmt(v['throughput'])} | {fmt(v.get('writer_rate'))} | "
+          f"{fmt(v.get('p50_ms'))} | {fmt(v['p99_ms'])} | {ref_text} | {ratio} | {goal} | "
+          f"{'exact' if v['valid'] else 'INVALID: ' + v['reasons']} |")
+print(f"\n{fmt(pb['e2e_messages'])} messages in {fmt(pb['e2e_seconds'], 1)} s with batches. The seed reported "
+      f"{SEED_RATE:,} messages/s (4 cores / 8 threads, servers in Docker on the same laptop): batches here reach "
+      f"{(pb['e2e'] or 0) / SEED_RATE:.2f} × that end to end on 2 cores.\n")
 
 print("## References, measured alone in this run\n")
 print("| reference | messages/s | p50 / p99 ms | server CPU µs/msg | client CPU µs/msg |")
@@ -71,7 +97,7 @@ print(f"| null 202, single POSTs, {vus} VUs ({fmt(ns['requests'])} requests/s) |
 print(f"| null 202, batches of {batch}, {batch_vus} VUs | {fmt(nb['rate'])} | {fmt(nb['p50'], 1)} / {fmt(nb['p99'], 1)} | {fmt(nb['server_us'], 1)} | k6 {fmt(nb['k6_us'], 1)} |")
 names = {"mysql": "MariaDB", "redis": "Redis", "es": "OpenSearch", "mongo": "nx-27017", "kafka": "tansu (produce, then consume)"}
 for k, s in servers.items():
-    how = f"{records:,} records" if k == "kafka" else f"{records // batch} batches of {batch}, {in_flight} in flight"
+    how = f"{records:,} messages, {batch} to a record" if k == "kafka" else f"{records // batch} batches of {batch}, {in_flight} in flight"
     print(f"| {names[k]} alone, {how} | {fmt(s['rate'])} | — | {fmt(s['server_us'], 1)} | {fmt(s['client_us'], 1)} |")
 
 print("\n## CPU per message, per process, in the pipeline runs\n")

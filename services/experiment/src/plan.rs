@@ -136,7 +136,10 @@ pub struct Plan {
     pub writer_args: Vec<String>,
     /// Flags of every ingest.
     pub ingest_args: Vec<String>,
-    /// Longest wait for the pipeline to drain before reconcile gives up, in seconds.
+    /// Longest wait for the pipeline to drain before reconcile gives up, in seconds. Reconcile
+    /// returns as soon as the pipeline is drained, so this only has to cover the backlog: with
+    /// batches the ingest accepts faster than the stores write, and the writer stores the rest
+    /// after k6 stops (over 100 s after a 100 s batch run, bench-20261201-032120).
     pub drain_timeout_s: u64,
     pub gates: Gates,
     pub faults: Vec<Fault>,
@@ -160,7 +163,7 @@ impl Default for Plan {
             shuffle_seed: None,
             writer_args: Vec::new(),
             ingest_args: Vec::new(),
-            drain_timeout_s: 120,
+            drain_timeout_s: 600,
             gates: Gates::default(),
             faults: Vec::new(),
             policy: BTreeMap::new(),

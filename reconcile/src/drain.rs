@@ -74,6 +74,28 @@ impl Progress {
     }
 }
 
+/// What one poll decides.
+#[derive(Debug, PartialEq, Eq)]
+enum Step {
+    Drained,
+    NotDrained,
+    PollAgain,
+}
+
+/// Drained once the writers have caught up and the counts held still since the last poll. At
+/// the deadline, a pipeline that has caught up but whose counts were not yet seen twice gets one
+/// more poll: without it, catching up on the last poll before the deadline read as "not
+/// drained" with no partition lagging (a bench run's reconcile did exactly that, with every
+/// message stored).
+fn step(caught_up: bool, stable: bool, past_deadline: bool, last_chance_used: bool) -> Step {
+    match (caught_up && stable, past_deadline) {
+        (true, _) => Step::Drained,
+        (false, false) => Step::PollAgain,
+        (false, true) if caught_up && !last_chance_used => Step::PollAgain,
+        (false, true) => Step::NotDrained,
+    }
+}
+
 /// Polls lag and counts every `interval` until the pipeline is drained or `timeout` passes.
 pub async fn wait(
     kafka: &KafkaArgs,
@@ -84,6 +106,7 @@ pub async fn wait(
     let deadline = Instant::now() + timeout;
     let mut progress = Progress::new();
     let mut previous: Option<Counts> = None;
+    let mut last_chance_used = false;
     loop {
         let lag = lag(kafka).await?;
         let caught_up = lag.iter().all(|p| p.lag() == 0);
@@ -92,16 +115,37 @@ pub async fn wait(
         // we are waiting for.
         let counts = if caught_up || Instant::now() >= deadline { count_all(stores).await? } else { Vec::new() };
         progress.show(&lag, &counts);
-        if caught_up && previous.as_ref() == Some(&counts) {
-            progress.finish();
-            return Ok(Ok(counts));
-        }
-        if Instant::now() >= deadline {
-            progress.finish();
-            let lagging = lag.into_iter().filter(|p| p.lag() > 0).collect();
-            return Ok(Err(NotDrained { lagging, counts }));
+        let past_deadline = Instant::now() >= deadline;
+        match step(caught_up, previous.as_ref() == Some(&counts), past_deadline, last_chance_used) {
+            Step::Drained => {
+                progress.finish();
+                return Ok(Ok(counts));
+            }
+            Step::NotDrained => {
+                progress.finish();
+                let lagging = lag.into_iter().filter(|p| p.lag() > 0).collect();
+                return Ok(Err(NotDrained { lagging, counts }));
+            }
+            Step::PollAgain => last_chance_used |= past_deadline,
         }
         previous = Some(counts);
         tokio::time::sleep(interval).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{step, Step};
+
+    #[test]
+    fn caught_up_at_the_deadline_gets_one_more_poll() {
+        // (caught up, counts stable, past the deadline, last chance used)
+        assert_eq!(step(true, true, false, false), Step::Drained);
+        assert_eq!(step(true, true, true, true), Step::Drained, "stable on the extra poll");
+        assert_eq!(step(true, false, false, false), Step::PollAgain, "counts not seen twice yet");
+        assert_eq!(step(false, false, false, false), Step::PollAgain);
+        assert_eq!(step(true, false, true, false), Step::PollAgain, "caught up on the last poll");
+        assert_eq!(step(true, false, true, true), Step::NotDrained, "still moving after the extra poll");
+        assert_eq!(step(false, false, true, false), Step::NotDrained, "lagging at the deadline");
     }
 }

@@ -45,20 +45,22 @@ def pipeline(name):
     the time from k6's start until the last one was (the writer's per-store counters in the
     round's timeline). Kafka decouples the two halves: the ingest may accept faster than the
     stores write, and the backlog drains after k6 stops, so k6's accepted rate alone overstates
-    what reached the stores."""
+    what reached the stores. Only for a valid run in which every message that entered was stored
+    (the counters also count a redelivered message again, so they are capped at that number)."""
     v = load(out / name / "verdicts.json")[0]
     rnd = out / name / "rounds" / v["round"]
     started = load(rnd / "round.json")["k6"]["started_s"]
     stored = {}
     with open(rnd / "timeline.csv") as f:
         for row in csv.DictReader(f):
-            if row["name"] == "writer_store_records_total":
+            if row["source"] == "writer" and row["name"] == "writer_store_records_total":
                 stored.setdefault(float(row["t_s"]), {})[row["labels"]] = float(row["value"])
-    in_all = [(t, min(c.values())) for t, c in sorted(stored.items()) if len(c) == 4]
-    last = max((n for _, n in in_all), default=0)
-    done = min((t for t, n in in_all if n == last), default=None)
-    v["e2e"] = last / (done - started) if done and done > started else None
-    v["e2e_messages"], v["e2e_seconds"] = last, (done - started) if done else None
+    entered = v.get("messages") or 0
+    in_all = [(t, min(min(c.values()), entered)) for t, c in sorted(stored.items()) if len(c) == 4]
+    done = min((t for t, n in in_all if n >= entered), default=None) if entered else None
+    ok = v["valid"] and done is not None and done > started
+    v["e2e"] = entered / (done - started) if ok else None
+    v["e2e_messages"], v["e2e_seconds"] = entered, (done - started) if ok else None
     return v
 
 

@@ -62,18 +62,19 @@ impl DeadLetters {
         };
         let reason = header("error").map(|e| e.into_owned()).unwrap_or_else(|| "no error header".into());
         let store = header("store").map(|s| s.into_owned()).unwrap_or_else(|| store_of_reason(&reason));
-        let id =
-            header("id").map(|s| s.into_owned()).filter(|s| !s.is_empty()).or_else(|| payload.and_then(payload_id));
-        match id {
-            Some(id) => {
-                let list = self.by_id.entry(id).or_default();
-                if list.len() < STORES_PER_ID && !list.iter().any(|d| d.store == store) {
-                    list.push(DeadLetter { store, reason });
-                }
-            }
-            None => {
-                let key = key.map(|k| String::from_utf8_lossy(k).into_owned()).unwrap_or_else(|| at.to_string());
-                self.without_id.push((key, reason));
+        let ids = match header("id").map(|s| s.into_owned()).filter(|s| !s.is_empty()) {
+            Some(id) => vec![id],
+            None => payload.map(payload_ids).unwrap_or_default(),
+        };
+        if ids.is_empty() {
+            let key = key.map(|k| String::from_utf8_lossy(k).into_owned()).unwrap_or_else(|| at.to_string());
+            self.without_id.push((key, reason));
+            return;
+        }
+        for id in ids {
+            let list = self.by_id.entry(id).or_default();
+            if list.len() < STORES_PER_ID && !list.iter().any(|d| d.store == store) {
+                list.push(DeadLetter { store: store.clone(), reason: reason.clone() });
             }
         }
     }
@@ -87,15 +88,18 @@ fn store_of_reason(reason: &str) -> String {
     }
 }
 
-/// The `id` field of a JSON payload, when it is a string.
-fn payload_id(payload: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct WithId {
-        id: Option<serde_json::Value>,
-    }
-    match serde_json::from_slice::<WithId>(payload).ok()?.id? {
-        serde_json::Value::String(s) if !s.is_empty() => Some(s),
+/// The ids a dead-lettered payload names: the `id` field of an object, or of each object in an
+/// array (a batch record the writer refused whole, `pipeline_common::record`). Items without a
+/// string id are skipped.
+fn payload_ids(payload: &[u8]) -> Vec<String> {
+    let id_of = |v: &serde_json::Value| match v.get("id") {
+        Some(serde_json::Value::String(s)) if !s.is_empty() => Some(s.clone()),
         _ => None,
+    };
+    match serde_json::from_slice::<serde_json::Value>(payload) {
+        Ok(serde_json::Value::Array(items)) => items.iter().filter_map(id_of).collect(),
+        Ok(v) => id_of(&v).into_iter().collect(),
+        Err(_) => Vec::new(),
     }
 }
 
@@ -182,7 +186,13 @@ mod tests {
         d.add(Some(b"from-payload"), Some(payload), &[("error", Some(b"mongo: too big"))], "0:2");
         d.add(Some(b"0:7"), Some(b"\xff not json"), &[("error", Some(b"decode: not a message"))], "0:3");
         d.add(None, Some(b"[1,2]"), &[], "0:4");
-        assert_eq!(d.records, 4);
+        // A batch record refused whole: each of its messages is dead-lettered, not missing.
+        let batch = br#"[{"id":"in-batch-1","sender":"a"},{"id":"in-batch-2"},{"no":"id"}]"#;
+        d.add(Some(b"1:9"), Some(batch), &[("error", Some(b"decode: invalid sent_at"))], "1:9");
+        assert_eq!(d.records, 5);
+        for id in ["in-batch-1", "in-batch-2"] {
+            assert_eq!(d.by_id[id], [DeadLetter { store: "decode".into(), reason: "decode: invalid sent_at".into() }]);
+        }
         assert_eq!(d.by_id["from-header"], [DeadLetter { store: "es".into(), reason: "es: mapping".into() }]);
         assert_eq!(d.by_id["from-payload"][0].store, "mongo");
         assert_eq!(

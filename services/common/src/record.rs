@@ -14,9 +14,11 @@ use serde_json::Value;
 
 /// Encodes validated messages as records of at most `max_bytes` each (a message larger than
 /// that on its own gets a record of its own): one object for a single message, arrays otherwise.
+/// `max_bytes` 0 is one object per message, the format before batch records: what a writer
+/// older than this module can read.
 pub fn encode(msgs: &[Message], max_bytes: usize) -> Vec<Vec<u8>> {
-    if let [m] = msgs {
-        return vec![m.to_json().into_bytes()];
+    if max_bytes == 0 || msgs.len() == 1 {
+        return msgs.iter().map(|m| m.to_json().into_bytes()).collect();
     }
     let mut records = Vec::new();
     let mut record = Vec::with_capacity(max_bytes.min(msgs.len().saturating_mul(384)) + 2);
@@ -162,6 +164,9 @@ mod tests {
         assert_eq!(records.len(), 34);
         assert!(records.iter().all(|r| r.len() <= 3 * one + 4), "every record within the budget");
         assert_eq!(all(&records), m, "every message, once, in order");
+        // Budget 0: one object per message, as before batch records.
+        let old = encode(&m[..3], 0);
+        assert_eq!(old, m[..3].iter().map(|m| m.to_json().into_bytes()).collect::<Vec<_>>());
         // A message larger than the budget still gets a record, alone.
         let big = encode(&msgs(3, &"y".repeat(1000)), 10);
         assert_eq!(big.len(), 3);

@@ -1,11 +1,13 @@
-//! The broker's own rate, the Kafka reference of the performance figures: N messages of the
-//! pipeline's size, PER to a record as the ingest puts a batch POST's messages in one record
-//! (`pipeline_common::record`), produced exactly as the ingest produces them (its producer configuration,
+//! The broker's own rate, the Kafka reference of the performance figures: N messages like k6's
+//! (`k6/lib/message.js`: the same body of word text, ids and names per message), PER to a record
+//! as the ingest puts a batch POST's messages in one record (`pipeline_common::record`), produced
+//! exactly as the ingest produces them (its producer configuration,
 //! `ingest::kafka::producer_client_config`, with its defaults and environment; records without a
-//! key) into a fresh 4-partition topic, then consumed back by a fresh group. A record goes through the broker twice in the pipeline (in from the ingest, out to
-//! the writer), so the reference rate is N over the time of both halves.
+//! key) into a fresh 4-partition topic, then consumed back by a fresh group. A record goes
+//! through the broker twice in the pipeline (in from the ingest, out to the writer), so the
+//! reference rate is N over the time of both halves.
 //!
-//!   cargo run --release -p ingest --example broker_batches -- [messages] [bytes] [per-record]
+//!   cargo run --release -p ingest --example broker_batches -- [messages] [body-bytes] [per-record]
 //!
 //! Prints one line with both halves, the combined rate and this process's CPU per message (the
 //! broker's own CPU is read from /proc by `scripts/bench`, which runs this).
@@ -14,17 +16,52 @@ use clap::Parser;
 use ingest::config::IngestConfig;
 use ingest::kafka::producer_client_config;
 use pipeline_common::kafka::{client_config, ensure_topic};
+use pipeline_common::message::{Limits, NewMessage};
 use pipeline_common::procstat::cpu_seconds;
+use pipeline_common::record;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::Message;
 use std::time::{Duration, Instant};
+
+/// k6's body: its ten words in turn, cut to `n` bytes (`k6/lib/message.js`).
+fn body(n: usize) -> String {
+    const WORDS: [&str; 10] =
+        ["order", "shipped", "invoice", "payment", "refund", "hello", "meeting", "report", "delta", "ok"];
+    let mut s = String::new();
+    let mut i = 0;
+    while s.len() < n {
+        s.push_str(WORDS[(i * 7 + n) % WORDS.len()]);
+        s.push(' ');
+        i += 1;
+    }
+    s.truncate(n);
+    s
+}
+
+/// Record `r` of the run: `per` messages with their own ids and names, encoded as the ingest does.
+fn record_payload(r: usize, per: usize, text: &str) -> anyhow::Result<Vec<u8>> {
+    let now = time::OffsetDateTime::now_utc();
+    let msgs = (0..per)
+        .map(|k| {
+            let new = NewMessage {
+                id: Some(format!("broker-{}-{r}-{k}", std::process::id())),
+                sender: format!("user-{}", (r + k) % 1000),
+                recipient: format!("user-{}", (r * 31 + k) % 1000),
+                body: text.to_string(),
+                sent_at: None,
+            };
+            new.into_message(Limits::default(), now).map_err(|e| anyhow::anyhow!("{e:?}"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut records = record::encode(&msgs, usize::MAX);
+    records.pop().ok_or_else(|| anyhow::anyhow!("no record"))
+}
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
     let mut argv = std::env::args().skip(1);
     let n: usize = argv.next().map(|v| v.parse()).transpose()?.unwrap_or(100_000);
-    let bytes: usize = argv.next().map(|v| v.parse()).transpose()?.unwrap_or(350);
+    let body_bytes: usize = argv.next().map(|v| v.parse()).transpose()?.unwrap_or(256);
     let per: usize = argv.next().map(|v| v.parse()).transpose()?.unwrap_or(1).max(1);
     let records = n.div_ceil(per);
     let n = records * per;
@@ -35,15 +72,18 @@ async fn main() -> anyhow::Result<()> {
     cfg.producer_queue = cfg.producer_queue.max(records);
     let args = &cfg.kafka;
     ensure_topic(args, &args.topic, 4).await?;
+    // Built before the clock starts: the ingest's own encoding is in its CPU, not the broker's.
+    let text = body(body_bytes);
+    let payloads = (0..records).map(|r| record_payload(r, per, &text)).collect::<anyhow::Result<Vec<_>>>()?;
+    let bytes: usize = payloads.iter().map(Vec::len).sum();
 
-    let producer: FutureProducer = producer_client_config(&cfg).create()?;
-    let bytes = bytes * per;
-    let payload = "x".repeat(bytes);
+    let producer: FutureProducer =
+        producer_client_config(&cfg).set("queue.buffering.max.kbytes", (bytes / 1024 + 1024).to_string()).create()?;
     let (t0, c0) = (Instant::now(), cpu_seconds(None).unwrap_or(0.0));
     let mut pending = Vec::with_capacity(records);
-    for _ in 0..records {
+    for payload in &payloads {
         pending
-            .push(producer.send_result(FutureRecord::<(), _>::to(&args.topic).payload(&payload)).map_err(|(e, _)| e)?);
+            .push(producer.send_result(FutureRecord::<(), _>::to(&args.topic).payload(payload)).map_err(|(e, _)| e)?);
     }
     for p in pending {
         p.await?.map_err(|(e, _)| e)?;
@@ -61,14 +101,15 @@ async fn main() -> anyhow::Result<()> {
     while seen < records {
         anyhow::ensure!(t1.elapsed() < Duration::from_secs(300), "consumed {seen} of {records} records in 300 s");
         match consumer.poll(Duration::from_millis(500)) {
-            Some(Ok(m)) => seen += usize::from(m.payload().map_or(0, <[u8]>::len) == bytes),
+            Some(Ok(_)) => seen += 1,
             Some(Err(e)) => return Err(e.into()),
             None => {}
         }
     }
     let (consumed, cc) = (t1.elapsed().as_secs_f64(), cpu_seconds(None).unwrap_or(0.0) - c1);
     println!(
-        "broker: {n} messages in {records} records of {bytes} bytes: produce {:.0}/s, consume {:.0}/s, through {:.0} msg/s, {:.1} µs CPU/msg (this process)",
+        "broker: {n} messages in {records} records of ~{} bytes: produce {:.0}/s, consume {:.0}/s, through {:.0} msg/s, {:.1} µs CPU/msg (this process)",
+        bytes / records.max(1),
         n as f64 / produced,
         n as f64 / consumed,
         n as f64 / (produced + consumed),

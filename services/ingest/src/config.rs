@@ -66,7 +66,9 @@ pub struct IngestConfig {
     /// Largest Kafka record a batch POST is cut into, in bytes. A batch travels as JSON arrays of
     /// messages, one record per request up to this size (a message larger than it gets a record
     /// of its own): librdkafka's and the broker's work is per record (docs/performance.md). Must
-    /// stay below the producer's `message.max.bytes`.
+    /// stay below the producer's `message.max.bytes`. 0: one record per message, the format
+    /// before batch records, for an ingest that runs before its writers are upgraded (writers
+    /// read both formats; older writers only this one).
     #[arg(long, env = "INGEST_RECORD_MAX_BYTES", default_value_t = 256 << 10)]
     pub record_max_bytes: usize,
     /// Records the Kafka producer may hold before it pushes back on the ring.

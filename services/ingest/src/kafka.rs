@@ -14,7 +14,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::util::Timeout;
 use rdkafka::{ClientConfig, ClientContext};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -46,11 +46,15 @@ impl Delivery {
 /// One request's acknowledgement, shared by all its records: the request waits on one channel
 /// for the worst of their outcomes (the first error of that kind), sent when the last record
 /// has its report. A batch of 100 used to wait on 100 channels, each a wake-up of its worker.
+/// `NotSent` is the answer only when no record was sent: a request whose other records may be
+/// stored is `Uncertain`.
 ///
 /// If records are dropped without a report (only when the producer itself goes away), the last
 /// drop drops the sender and the request reads that as "report lost", i.e. uncertain.
 pub struct RequestAck {
     remaining: AtomicUsize,
+    /// Some record entered librdkafka (stored, or reported failed after it may have been sent).
+    sent_any: AtomicBool,
     state: Mutex<AckState>,
 }
 
@@ -67,7 +71,8 @@ impl RequestAck {
     pub fn new(records: usize) -> (Ack, oneshot::Receiver<Delivery>) {
         let (tx, rx) = oneshot::channel();
         let state = Mutex::new(AckState { worst: Delivery::Stored, tx: Some(tx) });
-        (Arc::new(RequestAck { remaining: AtomicUsize::new(records), state }), rx)
+        let sent_any = AtomicBool::new(false);
+        (Arc::new(RequestAck { remaining: AtomicUsize::new(records), sent_any, state }), rx)
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, AckState> {
@@ -77,6 +82,9 @@ impl RequestAck {
     /// One record's outcome. Failures are recorded before the count goes down, so the record
     /// that brings it to zero sees every earlier failure.
     pub fn report(&self, outcome: Delivery) {
+        if !matches!(outcome, Delivery::NotSent(_)) {
+            self.sent_any.store(true, Ordering::Release);
+        }
         if outcome.severity() > 0 {
             let mut st = self.state();
             if outcome.severity() > st.worst.severity() {
@@ -85,7 +93,12 @@ impl RequestAck {
         }
         if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
             let mut st = self.state();
-            let worst = std::mem::replace(&mut st.worst, Delivery::Stored);
+            let worst = match std::mem::replace(&mut st.worst, Delivery::Stored) {
+                Delivery::NotSent(e) if self.sent_any.load(Ordering::Acquire) => {
+                    Delivery::Uncertain(format!("some records were not sent ({e}), others may be stored"))
+                }
+                worst => worst,
+            };
             if let Some(tx) = st.tx.take() {
                 // The request may have given up (deadline) and dropped the receiver: fine.
                 let _ = tx.send(worst);
@@ -137,6 +150,10 @@ pub fn producer_client_config(cfg: &IngestConfig) -> ClientConfig {
         .set("linger.ms", cfg.linger_ms.to_string())
         .set("batch.size", cfg.batch_bytes.to_string())
         .set("queue.buffering.max.messages", cfg.producer_queue.to_string())
+        // Bytes as well as records: a batch POST is one record of up to --record-max-bytes, so
+        // 100,000 records could be gigabytes (librdkafka's default bound is 1 GiB). 64 MiB is
+        // tens of seconds of this machine's traffic; past it the ring backs up into 503s.
+        .set("queue.buffering.max.kbytes", "65536")
         // Give up on a record well after the HTTP deadline, so a delivery report always comes.
         .set("message.timeout.ms", (cfg.deadline_ms * 6).max(30_000).to_string())
         // Records carry no key (the message id is in the payload, and nothing downstream
@@ -183,13 +200,19 @@ impl Publisher {
         // The partition turns with the linger librdkafka really uses (`--producer-options` may
         // set `linger.ms`); turning faster would split a linger window over several partitions.
         let linger = config.get("linger.ms").and_then(|v| v.parse::<f64>().ok()).unwrap_or(cfg.linger_ms as f64);
-        // A batch's record must fit the producer's limit with room for the record's framing,
-        // or every large batch would fail at librdkafka after its validation said 202-worthy.
+        // Every record must fit the producer's limit with room for its framing, or a valid
+        // request would fail at librdkafka after validation said 202-worthy, again on every
+        // retry. The largest record is a batch's (`--record-max-bytes`) or one message on its
+        // own: at most what the single-message route reads (`max_message_request_bytes`, which
+        // bounds the JSON the ingest writes for it). The broker's own limit (tansu's, a topic's
+        // `max.message.bytes`) is not visible from here: docs/architecture.md says to keep it at
+        // least this large.
         let max = config.get("message.max.bytes").and_then(|v| v.parse::<usize>().ok()).unwrap_or(1_000_000);
-        if cfg.record_max_bytes.saturating_add(RECORD_FRAMING) > max {
+        let largest = cfg.record_max_bytes.max(cfg.max_message_request_bytes());
+        if largest.saturating_add(RECORD_FRAMING) > max {
             return Err(KafkaError::ClientCreation(format!(
-                "--record-max-bytes {} does not fit the producer's message.max.bytes {max} (minus {RECORD_FRAMING} bytes of framing)",
-                cfg.record_max_bytes
+                "the largest record ({largest} bytes: --record-max-bytes {}, or one message of MAX_BODY_BYTES {}) does not fit the producer's message.max.bytes {max} (minus {RECORD_FRAMING} bytes of framing); raise message.max.bytes with --producer-options (and the broker's limit), or lower them",
+                cfg.record_max_bytes, cfg.max_body_bytes
             )));
         }
         let producer: ThreadedProducer<DeliveryCtx> = config.create_with_context(DeliveryCtx)?;
@@ -313,6 +336,11 @@ mod tests {
         let e = publisher(&["--record-max-bytes", "999000"]).expect_err("over message.max.bytes");
         assert!(e.to_string().contains("message.max.bytes 1000000"), "{e}");
         assert!(publisher(&["--record-max-bytes", "999000", "--producer-options", "message.max.bytes=2000000"]).is_ok());
+        // One message alone can be the largest record: a body limit of 200,000 bytes allows a
+        // message of ~1.2 MB of JSON (every byte escaped six-fold), whatever the batch budget.
+        let e =
+            publisher(&["--record-max-bytes", "0", "--max-body-bytes", "200000"]).expect_err("one message too large");
+        assert!(e.to_string().contains("MAX_BODY_BYTES 200000"), "{e}");
     }
 
     #[test]
@@ -334,8 +362,13 @@ mod tests {
             Delivery::Stored,
         ]);
         assert_eq!(got, Ok(Delivery::Uncertain("timed out".into())));
-        assert_eq!(
+        // Not sent, but another record may be stored: uncertain. None sent: nothing written.
+        assert!(matches!(
             outcome_of(vec![Delivery::Stored, Delivery::NotSent("full".into())]),
+            Ok(Delivery::Uncertain(e)) if e.contains("full")
+        ));
+        assert_eq!(
+            outcome_of(vec![Delivery::NotSent("full".into()), Delivery::NotSent("later".into())]),
             Ok(Delivery::NotSent("full".into()))
         );
     }

@@ -142,7 +142,6 @@ fn limits(cfg: &IngestConfig) -> Limits {
 async fn await_ack(
     cfg: &IngestConfig,
     ack: Option<oneshot::Receiver<Delivery>>,
-    records: usize,
     msgs: &[Message],
 ) -> Result<(), ApiError> {
     let Some(ack) = ack else { return Ok(()) };
@@ -162,8 +161,7 @@ async fn await_ack(
     match worst {
         Delivery::Stored => Ok(()),
         Delivery::Uncertain(e) => Err(ApiError::uncertain(&e, cfg.retry_after_secs, msgs)),
-        // Some records may be stored and others not: the request as a whole is uncertain.
-        Delivery::NotSent(e) if records > 1 => Err(ApiError::uncertain(&e, cfg.retry_after_secs, msgs)),
+        // No record of the request was sent (`RequestAck` makes a partial one uncertain).
         Delivery::NotSent(e) => Err(ApiError::unavailable("kafka_unavailable", &e, cfg.retry_after_secs)),
     }
 }
@@ -172,10 +170,9 @@ async fn await_ack(
 /// record unless it passes `--record-max-bytes`) and, in `--ack kafka` mode, waits for Kafka.
 async fn publish(cfg: &IngestConfig, ring: &WorkerRing, msgs: &[Message]) -> Result<(), ApiError> {
     let records = record::encode(msgs, cfg.record_max_bytes);
-    let n = records.len();
     let (ack, rx) = match cfg.ack {
         AckMode::Kafka => {
-            let (ack, rx) = RequestAck::new(n);
+            let (ack, rx) = RequestAck::new(records.len());
             (Some(ack), Some(rx))
         }
         AckMode::Ring => (None, None),
@@ -184,7 +181,7 @@ async fn publish(cfg: &IngestConfig, ring: &WorkerRing, msgs: &[Message]) -> Res
     drop(ack);
     let put = ring.0.borrow_mut().try_put_all(entries);
     put.map_err(|_| ApiError::unavailable("ring_full", "the ingest ring is full; retry later", cfg.retry_after_secs))?;
-    await_ack(cfg, rx, n, msgs).await
+    await_ack(cfg, rx, msgs).await
 }
 
 pub async fn post_message(

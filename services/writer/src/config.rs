@@ -126,8 +126,9 @@ pub struct WriterConfig {
     /// Consumers in the group (each its own task and Kafka client).
     #[arg(long, env = "WRITER_CONSUMERS", default_value_t = 3)]
     pub consumers: usize,
-    /// Most messages in one batch (a batch record, one batch POST, that holds more is a batch
-    /// on its own).
+    /// Messages that close a batch: records are added until the batch holds at least this many,
+    /// so a batch may pass it by one record's messages (a batch POST's record holds up to
+    /// `--max-batch` of the ingest).
     #[arg(long, env = "WRITER_BATCH_MAX", default_value_t = 500)]
     pub batch_max: usize,
     /// Extra librdkafka consumer settings, `key=value`, comma separated (tuning only: the group,

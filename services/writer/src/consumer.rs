@@ -345,7 +345,7 @@ impl BatchConsumer {
     }
 
     /// One batch: the first record, then what arrives within `batch_wait`, until it holds
-    /// `batch_max` messages (one batch record holding more is a batch on its own).
+    /// `batch_max` messages or more (the last record may take it past).
     async fn fill(&self, first: KafkaResult<BorrowedMessage<'_>>) -> Vec<Record> {
         let mut out = Vec::new();
         let mut items = 0;

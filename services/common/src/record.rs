@@ -41,6 +41,77 @@ pub fn encode(msgs: &[Message], max_bytes: usize) -> Vec<Vec<u8>> {
     records
 }
 
+/// Joins records already encoded by [`encode`] into one: a single record is kept as it is; two or
+/// more become one array of all their messages, in order (an object is one item, an array's
+/// items are spliced in). The ingest's ring consumer uses it to send every request of a moment
+/// as one Kafka record (docs/performance.md, "Requests gathered into records").
+#[derive(Debug, Default)]
+pub struct Joined {
+    buf: Vec<u8>,
+    /// The first record, kept whole until a second one comes.
+    first: Option<Vec<u8>>,
+    records: usize,
+}
+
+/// A record's items without the array's brackets (an object is its own item).
+fn items(record: &[u8]) -> &[u8] {
+    match record {
+        [b'[', inner @ .., b']'] => inner,
+        _ => record,
+    }
+}
+
+impl Joined {
+    /// Records joined so far.
+    pub fn records(&self) -> usize {
+        self.records
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records == 0
+    }
+
+    /// The joined record's length if `record` were added.
+    pub fn len_with(&self, record: &[u8]) -> usize {
+        match (&self.first, self.records) {
+            (_, 0) => record.len(),
+            (Some(first), _) => 1 + items(first).len() + 1 + items(record).len() + 1,
+            (None, _) => self.buf.len() + 1 + items(record).len() + 1,
+        }
+    }
+
+    /// Adds a record (one produced by [`encode`]: an object, or an array without spaces around
+    /// its brackets).
+    pub fn push(&mut self, record: Vec<u8>) {
+        self.records += 1;
+        if self.records == 1 {
+            self.first = Some(record);
+            return;
+        }
+        if let Some(first) = self.first.take() {
+            self.buf.clear();
+            self.buf.push(b'[');
+            self.buf.extend_from_slice(items(&first));
+        }
+        self.buf.push(b',');
+        self.buf.extend_from_slice(items(&record));
+    }
+
+    /// The joined record; `self` is empty again.
+    pub fn take(&mut self) -> Option<Vec<u8>> {
+        let records = std::mem::take(&mut self.records);
+        match (self.first.take(), records) {
+            (_, 0) => None,
+            (Some(first), _) => Some(first),
+            (None, _) => {
+                let mut out = std::mem::take(&mut self.buf);
+                out.push(b']');
+                Some(out)
+            }
+        }
+    }
+}
+
 /// One item of a record that the writer cannot store: it goes to the dead-letter topic.
 #[derive(Debug)]
 pub struct BadItem {
@@ -174,6 +245,33 @@ mod tests {
         let big = encode(&msgs(3, &"y".repeat(1000)), 10);
         assert_eq!(big.len(), 3);
         assert_eq!(all(&big).len(), 3);
+    }
+
+    #[test]
+    fn joined_records_hold_every_message_once_in_order() {
+        let m = msgs(7, "z");
+        let mut joined = Joined::default();
+        assert_eq!(joined.take(), None, "nothing joined, no record");
+        // One record alone is kept as it is: a single POST stays an object.
+        let single = encode(&m[..1], 1 << 20);
+        joined.push(single[0].clone());
+        assert_eq!(joined.take().as_ref(), Some(&single[0]));
+        assert!(joined.is_empty());
+        // An object, an array, an object, an array: one flat array, every message in order.
+        let parts: Vec<Vec<u8>> =
+            [&m[..1], &m[1..4], &m[4..5], &m[5..]].iter().flat_map(|part| encode(part, 1 << 20)).collect();
+        for k in 1..=parts.len() {
+            let mut probe = Joined::default();
+            parts[..k - 1].iter().for_each(|p| probe.push(p.clone()));
+            let predicted = probe.len_with(&parts[k - 1]);
+            probe.push(parts[k - 1].clone());
+            assert_eq!(probe.take().map(|r| r.len()), Some(predicted), "len_with predicts {k} records' length");
+        }
+        parts.iter().for_each(|p| joined.push(p.clone()));
+        assert_eq!(joined.records(), 4);
+        let record = joined.take().expect("a record");
+        assert_eq!(record, encode(&m, 1 << 20)[0], "the same bytes as encoding them together");
+        assert_eq!(all(&[record]), m);
     }
 
     #[test]

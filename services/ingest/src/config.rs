@@ -54,21 +54,24 @@ pub struct IngestConfig {
     /// ring without free slots. Bounds the ring's memory by bytes, not only by slots.
     #[arg(long, env = "INGEST_RING_MAX_BYTES", default_value_t = 512 << 20)]
     pub ring_max_bytes: u64,
-    /// Kafka producer linger, in milliseconds: how long librdkafka gathers records into one
-    /// produce request. Longer means fewer, larger requests and far fewer wake-ups of its broker
-    /// thread (at 250 VUs: 5 ms cost ~250 µs of ingest CPU per message, 50 ms ~130 µs), at the
-    /// price of up to that long added to a 202 when traffic is light (docs/performance.md).
+    /// How long the ingest gathers requests into one Kafka record, in milliseconds: the ring
+    /// consumer joins every request of the window into one record (up to --record-max-bytes),
+    /// because the broker's and librdkafka's work is per record. With --record-max-bytes 0 it is
+    /// librdkafka's linger instead (records into one produce request). Longer means fewer, larger
+    /// records, at the price of up to that long added to a 202 when traffic is light
+    /// (docs/performance.md).
     #[arg(long, env = "INGEST_LINGER_MS", default_value_t = 50)]
     pub linger_ms: u64,
     /// Kafka producer batch size, in bytes.
     #[arg(long, env = "INGEST_BATCH_BYTES", default_value_t = 1 << 20)]
     pub batch_bytes: usize,
-    /// Largest Kafka record a batch POST is cut into, in bytes. A batch travels as JSON arrays of
-    /// messages, one record per request up to this size (a message larger than it gets a record
-    /// of its own): librdkafka's and the broker's work is per record (docs/performance.md). Must
-    /// stay below the producer's `message.max.bytes`. 0: one record per message, the format
-    /// before batch records, for an ingest that runs before its writers are upgraded (writers
-    /// read both formats; older writers only this one).
+    /// Largest Kafka record, in bytes. Messages travel as JSON arrays: a batch POST is cut into
+    /// records of at most this size, and the requests of one --linger-ms window are joined into
+    /// records of at most this size (a message larger than it gets a record of its own):
+    /// librdkafka's and the broker's work is per record (docs/performance.md). Must stay below
+    /// the producer's `message.max.bytes`. 0: one record per message and nothing joined, the
+    /// format before batch records, for an ingest that runs before its writers are upgraded
+    /// (writers read both formats; older writers only this one).
     #[arg(long, env = "INGEST_RECORD_MAX_BYTES", default_value_t = 256 << 10)]
     pub record_max_bytes: usize,
     /// Records the Kafka producer may hold before it pushes back on the ring.
@@ -100,6 +103,12 @@ fn power_of_two(s: &str) -> Result<usize, String> {
 impl IngestConfig {
     pub fn deadline(&self) -> Duration {
         Duration::from_millis(self.deadline_ms)
+    }
+
+    /// Whether the ring consumer gathers requests into records (`crate::gather`): always, except
+    /// in the one-record-per-message format (`--record-max-bytes 0`).
+    pub fn gathers(&self) -> bool {
+        self.record_max_bytes > 0
     }
 
     /// Largest body of the single-message route: the biggest valid message as JSON. Every body

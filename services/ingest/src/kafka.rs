@@ -110,13 +110,15 @@ impl RequestAck {
 /// A record on its way to Kafka.
 pub struct Pending {
     pub payload: Vec<u8>,
-    pub ack: Option<Ack>,
+    /// One per request record it holds (`crate::gather`); none in `--ack ring` mode.
+    pub acks: Vec<Ack>,
+    /// When its first request record left the ring.
     pub since: Instant,
 }
 
 /// What travels with a record through librdkafka until its delivery report.
 pub struct Opaque {
-    ack: Option<Ack>,
+    acks: Vec<Ack>,
     since: Instant,
 }
 
@@ -135,8 +137,8 @@ impl ProducerContext for DeliveryCtx {
                 Delivery::Uncertain(e.to_string())
             }
         };
-        if let Some(ack) = opaque.ack {
-            ack.report(outcome);
+        for ack in opaque.acks {
+            ack.report(outcome.clone());
         }
     }
 }
@@ -147,7 +149,9 @@ impl ProducerContext for DeliveryCtx {
 pub fn producer_client_config(cfg: &IngestConfig) -> ClientConfig {
     let mut config = producer_config(&cfg.kafka);
     config
-        .set("linger.ms", cfg.linger_ms.to_string())
+        // While the ring gathers requests into records for `--linger-ms` (`crate::gather`), a
+        // record is ready when it reaches librdkafka: lingering again would only add latency.
+        .set("linger.ms", if cfg.gathers() { "0".to_string() } else { cfg.linger_ms.to_string() })
         .set("batch.size", cfg.batch_bytes.to_string())
         .set("queue.buffering.max.messages", cfg.producer_queue.to_string())
         // Bytes as well as records: a batch POST is one record of up to --record-max-bytes, so
@@ -197,9 +201,13 @@ pub struct Publisher {
 impl Publisher {
     pub fn new(cfg: &IngestConfig) -> Result<Publisher, KafkaError> {
         let config = producer_client_config(cfg);
-        // The partition turns with the linger librdkafka really uses (`--producer-options` may
-        // set `linger.ms`); turning faster would split a linger window over several partitions.
-        let linger = config.get("linger.ms").and_then(|v| v.parse::<f64>().ok()).unwrap_or(cfg.linger_ms as f64);
+        // The partition turns with each window of records: the ring's gathering window, or (when
+        // it does not gather) the linger librdkafka really uses (`--producer-options` may set
+        // `linger.ms`); turning faster would split a linger window over several partitions.
+        let linger = match cfg.gathers() {
+            true => cfg.linger_ms as f64,
+            false => config.get("linger.ms").and_then(|v| v.parse::<f64>().ok()).unwrap_or(cfg.linger_ms as f64),
+        };
         // Every record must fit the producer's limit with room for its framing, or a valid
         // request would fail at librdkafka after validation said 202-worthy, again on every
         // retry. The largest record is a batch's (`--record-max-bytes`) or one message on its
@@ -258,7 +266,7 @@ impl Publisher {
     pub fn send_all(&self, records: impl Iterator<Item = Pending>) {
         let partition = self.rotation.now();
         for p in records {
-            let mut opaque = Box::new(Opaque { ack: p.ack, since: p.since });
+            let mut opaque = Box::new(Opaque { acks: p.acks, since: p.since });
             let payload = p.payload;
             let waiting_since = Instant::now();
             loop {
@@ -277,7 +285,7 @@ impl Publisher {
                     }
                     Err((e, rec)) => {
                         counter!(catalog::INGEST_KAFKA_ERRORS_TOTAL).increment(1);
-                        if let Some(ack) = rec.delivery_opaque.ack {
+                        for ack in rec.delivery_opaque.acks {
                             ack.report(Delivery::NotSent(e.to_string()));
                         }
                         break;
@@ -315,14 +323,18 @@ mod tests {
     }
 
     #[test]
-    fn the_partition_turns_with_the_linger_librdkafka_uses() {
+    fn the_partition_turns_with_each_window_of_records() {
         use clap::Parser;
         let window = |args: &[&str]| {
             let cfg = IngestConfig::try_parse_from([&["ingest"], args].concat()).expect("flags parse");
             Publisher::new(&cfg).expect("a producer").rotation().window()
         };
         assert_eq!(window(&["--linger-ms", "7"]), Duration::from_millis(7));
-        assert_eq!(window(&["--linger-ms", "7", "--producer-options", "linger.ms=20"]), Duration::from_millis(20));
+        // The ring gathers for --linger-ms: records come once per window, whatever librdkafka's.
+        assert_eq!(window(&["--linger-ms", "7", "--producer-options", "linger.ms=20"]), Duration::from_millis(7));
+        let old = ["--record-max-bytes", "0", "--linger-ms", "7"];
+        assert_eq!(window(&old), Duration::from_millis(7));
+        assert_eq!(window(&[&old[..], &["--producer-options", "linger.ms=20"]].concat()), Duration::from_millis(20));
     }
 
     #[test]

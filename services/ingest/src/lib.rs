@@ -1,10 +1,12 @@
 //! The ingest service: HTTP → disruptor ring → Kafka.
 //!
-//! [`routes`] validates and answers; [`ring`] decouples the HTTP workers from the producer;
+//! [`routes`] validates and answers; [`ring`] decouples the HTTP workers from the producer and
+//! [`gather`]s their records;
 //! [`kafka`] publishes and turns delivery reports into acknowledgements, to the partition
 //! [`partitions`] picks; [`startup`] wires it.
 
 pub mod config;
+pub mod gather;
 pub mod kafka;
 pub mod partitions;
 pub mod ring;

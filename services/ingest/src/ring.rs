@@ -2,23 +2,28 @@
 //! producer.
 //!
 //! HTTP workers claim preallocated slots with `try_publish` (never blocking: a full ring is an
-//! immediate 503); one consumer thread drains whole batches into librdkafka. The consumer waits
-//! with [`Backoff`]: it sleeps, never spins, and sleeps longer the longer the ring stays idle, so
+//! immediate 503); one consumer thread, ours, drains whole batches with the crate's
+//! `EventPoller`, gathers them into Kafka records (`crate::gather`) and hands those to
+//! librdkafka. It owns its loop because gathering needs a timer: a window's record must go when
+//! the window ends, even if no further request comes. Between looks it sleeps, never spins, and
+//! sleeps longer the longer the ring stays idle (never past the gathered record's due time), so
 //! an idle ingest costs almost nothing on a 2-core machine that also runs k6 and five servers.
 //! Slots hold their entry behind an uncontended mutex because the disruptor hands consumers
 //! `&E` and the consumer must move the entry (and its acknowledgement channel) out.
 //!
-//! A slot holds one Kafka record: a single POST's message, or a batch POST's messages as one
+//! A slot holds one request record: a single POST's message, or a batch POST's messages as one
 //! array (`pipeline_common::record`, cut at `--record-max-bytes`). The ring is bounded in bytes
 //! as well as in slots: 131,072 slots of records up to 256 KB each would be gigabytes. A put
 //! that would pass the byte bound is a 503 like a full ring.
 
-use crate::kafka::{Ack, Pending, Publisher};
-use disruptor::wait_strategies::WaitStrategy;
-use disruptor::{build_multi_producer, MultiProducer, Producer, Sequence, SingleConsumerBarrier};
+use crate::gather::Gather;
+use crate::kafka::{Ack, Publisher};
+use disruptor::{
+    build_multi_producer, BusySpin, EventPoller, MultiProducer, MultiProducerBarrier, Polling, Producer,
+    SingleConsumerBarrier,
+};
 use metrics::{counter, gauge, histogram};
 use pipeline_common::catalog;
-use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -45,34 +50,15 @@ fn lock(slot: &Slot) -> std::sync::MutexGuard<'_, Option<Entry>> {
     slot.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Exponential sleep while the ring is idle: 1 ms after the last event, doubling on every
-/// further empty look, up to `max`. (The crate's `Sleep` sleeps a fixed time: 500 µs cost 5 % of
-/// a core while idle, measured with /proc; a fixed 10 ms would add 10 ms to every quiet request.)
-/// It starts at 1 ms, not less: under load the ring is empty for moments between requests, and
-/// 50 µs naps there were tens of thousands of wake-ups a second; 1 ms is small next to the
-/// producer's linger, and a drain then takes more records at once.
-#[derive(Clone, Copy)]
-pub struct Backoff {
-    max: Duration,
-}
-
+/// The consumer's sleep while the ring is idle: 1 ms after the last event, doubling on every
+/// further empty look, up to `max`. (A fixed 500 µs cost 5 % of a core while idle, measured with
+/// /proc; a fixed 10 ms would add 10 ms to every quiet request.) It starts at 1 ms, not less:
+/// under load the ring is empty for moments between requests, and 50 µs naps there were tens of
+/// thousands of wake-ups a second; 1 ms is small next to the gathering window.
 const BACKOFF_MIN: Duration = Duration::from_micros(1000);
 
-thread_local! {
-    /// (sequence waited for, empty looks at it so far): the strategy itself must be `Copy`.
-    static IDLE: Cell<(Sequence, u32)> = const { Cell::new((-1, 0)) };
-}
-
-impl WaitStrategy for Backoff {
-    fn wait_for(&self, sequence: Sequence) {
-        let looks = IDLE.with(|c| {
-            let (seq, n) = c.get();
-            let n = if seq == sequence { n.saturating_add(1) } else { 0 };
-            c.set((sequence, n));
-            n
-        });
-        std::thread::sleep(BACKOFF_MIN.saturating_mul(1 << looks.min(16)).min(self.max));
-    }
+fn backoff(empty_looks: u32, max: Duration) -> Duration {
+    BACKOFF_MIN.saturating_mul(1 << empty_looks.min(16)).min(max)
 }
 
 /// Published and drained counts, for the occupancy gauge, and the bytes held.
@@ -102,43 +88,53 @@ impl Counts {
 pub struct RingFull;
 
 /// One producer handle. Each HTTP worker owns a clone; the ring shuts down (after draining
-/// every published entry) when the last clone is dropped.
+/// every published entry and sending what it gathered) when the last clone is dropped.
 #[derive(Clone)]
 pub struct Ring {
+    // Dropped first: the last producer handle tells the consumer to finish...
     producer: MultiProducer<Slot, SingleConsumerBarrier>,
     counts: Arc<Counts>,
+    // ...and the last `Joiner` then waits for it.
+    _consumer: Arc<Joiner>,
+}
+
+/// Joins the consumer thread when the last ring handle goes.
+struct Joiner(Option<std::thread::JoinHandle<()>>);
+
+impl Drop for Joiner {
+    fn drop(&mut self) {
+        if let Some(Err(e)) = self.0.take().map(|t| t.join()) {
+            tracing::error!(error = ?e, "the ring consumer panicked");
+        }
+    }
+}
+
+/// How the ring consumer gathers and sleeps.
+pub struct RingOptions {
+    pub size: usize,
+    pub max_bytes: u64,
+    pub idle_sleep_max: Duration,
+    /// `--record-max-bytes`: the largest gathered record (0: gather nothing).
+    pub record_max_bytes: usize,
+    /// `--linger-ms`: how long a record gathers requests.
+    pub window: Duration,
 }
 
 impl Ring {
-    /// A ring of `size` slots holding at most `max_bytes` of records.
-    pub fn start(size: usize, max_bytes: u64, idle_sleep_max: Duration, publisher: Publisher) -> Ring {
-        gauge!(catalog::INGEST_RING_CAPACITY).set(size as f64);
-        gauge!(catalog::INGEST_RING_CAPACITY_BYTES).set(max_bytes as f64);
-        let counts = Arc::new(Counts { max_bytes, ..Counts::default() });
+    /// A ring of `size` slots holding at most `max_bytes` of records, drained by a thread that
+    /// gathers them into records for `publisher`.
+    pub fn start(opts: RingOptions, publisher: Publisher) -> std::io::Result<Ring> {
+        gauge!(catalog::INGEST_RING_CAPACITY).set(opts.size as f64);
+        gauge!(catalog::INGEST_RING_CAPACITY_BYTES).set(opts.max_bytes as f64);
+        let counts = Arc::new(Counts { max_bytes: opts.max_bytes, ..Counts::default() });
+        // The wait strategy is the crate's, for its own consumer threads; ours sleeps itself.
+        let (poller, builder) = build_multi_producer(opts.size, Slot::default, BusySpin).new_event_poller();
+        let producer = builder.build();
         let c = counts.clone();
-        let mut batch: Vec<Pending> = Vec::new();
-        let mut batch_bytes = 0u64;
-        let handler = move |slot: &Slot, _seq: i64, end_of_batch: bool| {
-            if let Some(entry) = lock(slot).take() {
-                batch_bytes += entry.bytes();
-                batch.push(Pending { payload: entry.payload, ack: entry.ack, since: Instant::now() });
-            }
-            if end_of_batch {
-                histogram!(catalog::INGEST_RING_DRAIN_BATCH_RECORDS).record(batch.len() as f64);
-                let n = batch.len() as u64;
-                publisher.send_all(batch.drain(..));
-                let held = c.bytes.fetch_sub(batch_bytes, Ordering::AcqRel) - batch_bytes;
-                gauge!(catalog::INGEST_RING_BYTES).set(held as f64);
-                batch_bytes = 0;
-                let drained = c.drained.fetch_add(n, Ordering::Relaxed) + n;
-                gauge!(catalog::INGEST_RING_OCCUPANCY)
-                    .set((c.published.load(Ordering::Relaxed).saturating_sub(drained)) as f64);
-            }
-        };
-        let producer = build_multi_producer(size, Slot::default, Backoff { max: idle_sleep_max })
-            .handle_events_with(handler)
-            .build();
-        Ring { producer, counts }
+        let consumer = std::thread::Builder::new()
+            .name("ring-consumer".into())
+            .spawn(move || consume(poller, &c, &opts, &publisher))?;
+        Ok(Ring { producer, counts, _consumer: Arc::new(Joiner(Some(consumer))) })
     }
 
     /// Puts all entries in the ring or none of them, so a 503 never leaves half a batch behind.
@@ -164,6 +160,58 @@ impl Ring {
                 counter!(catalog::INGEST_RING_REJECTIONS_TOTAL, "reason" => "slots").increment(1);
                 Err(RingFull)
             }
+        }
+    }
+}
+
+/// The consumer thread: drain, gather, send; sleep while there is nothing to do. Returns once
+/// every published entry was drained and sent (the last producer handle is gone).
+fn consume(mut poller: EventPoller<Slot, MultiProducerBarrier>, c: &Counts, opts: &RingOptions, publisher: &Publisher) {
+    let mut gather = Gather::new(opts.record_max_bytes, opts.window);
+    let mut empty_looks = 0u32;
+    loop {
+        let now = Instant::now();
+        let finished = match poller.poll() {
+            Ok(mut events) => {
+                empty_looks = 0;
+                let (mut n, mut bytes) = (0u64, 0u64);
+                for slot in &mut events {
+                    if let Some(entry) = lock(slot).take() {
+                        n += 1;
+                        bytes += entry.bytes();
+                        gather.push(entry, now);
+                    }
+                }
+                // The guard goes here: the slots are free for the HTTP workers again.
+                drop(events);
+                histogram!(catalog::INGEST_RING_DRAIN_BATCH_RECORDS).record(n as f64);
+                let held = c.bytes.fetch_sub(bytes, Ordering::AcqRel).saturating_sub(bytes);
+                gauge!(catalog::INGEST_RING_BYTES).set(held as f64);
+                let drained = c.drained.fetch_add(n, Ordering::Relaxed) + n;
+                gauge!(catalog::INGEST_RING_OCCUPANCY)
+                    .set((c.published.load(Ordering::Relaxed).saturating_sub(drained)) as f64);
+                false
+            }
+            Err(Polling::NoEvents) => {
+                gather.flush_if_due(now);
+                if !gather.has_ready() {
+                    let nap = backoff(empty_looks, opts.idle_sleep_max);
+                    std::thread::sleep(gather.due_in(now).map_or(nap, |due| due.min(nap)));
+                    empty_looks = empty_looks.saturating_add(1);
+                }
+                false
+            }
+            Err(Polling::Shutdown) => {
+                gather.flush();
+                true
+            }
+        };
+        gather.flush_if_due(now);
+        if gather.has_ready() {
+            publisher.send_all(gather.ready());
+        }
+        if finished {
+            return;
         }
     }
 }

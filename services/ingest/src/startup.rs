@@ -3,7 +3,7 @@
 
 use crate::config::IngestConfig;
 use crate::kafka::Publisher;
-use crate::ring::Ring;
+use crate::ring::{Ring, RingOptions};
 use crate::routes::{self, WorkerRing};
 use actix_web::dev::Server;
 use actix_web::{middleware, web, App, HttpServer};
@@ -38,11 +38,16 @@ impl Application {
         let publisher = Publisher::new(&cfg).context("creating the Kafka producer")?;
         tokio::spawn(crate::partitions::keep_count(publisher.clone()));
         let ring = Ring::start(
-            cfg.ring_size,
-            cfg.ring_max_bytes,
-            Duration::from_micros(cfg.ring_idle_sleep_us),
+            RingOptions {
+                size: cfg.ring_size,
+                max_bytes: cfg.ring_max_bytes,
+                idle_sleep_max: Duration::from_micros(cfg.ring_idle_sleep_us),
+                record_max_bytes: cfg.record_max_bytes,
+                window: Duration::from_millis(cfg.linger_ms),
+            },
             publisher.clone(),
-        );
+        )
+        .context("starting the ring consumer")?;
         let listener = TcpListener::bind(cfg.listen).with_context(|| format!("binding {}", cfg.listen))?;
         let port = listener.local_addr()?.port();
         let workers =

@@ -11,6 +11,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
+#[derive(Clone)]
 struct TestApp {
     base: String,
     client: reqwest::Client,
@@ -117,6 +118,40 @@ async fn a_batch_past_the_record_budget_is_cut_into_records() {
     let records = pipeline_common::record::encode(&expected, 1000);
     assert!(records.len() > 1 && records.iter().all(|r| r.len() <= 1000));
     assert_eq!(records_on_topic(&ns).await, records.len() as i64, "records of at most 1,000 bytes");
+}
+
+#[tokio::test]
+async fn the_requests_of_one_window_travel_as_one_record() {
+    let _g = exclusive().await;
+    let ns = Namespace::new("gather").await;
+    // A window far longer than it takes to send 32 requests at once: the ring consumer joins
+    // them all (30 single POSTs and 2 batches of 5) into one record.
+    let app = spawn(&ns, None, &["--linger-ms", "1500"]).await;
+    let mut expected: Vec<Value> = Vec::new();
+    let mut requests = tokio::task::JoinSet::new();
+    for i in 0..32 {
+        let (path, body) = match i {
+            0..30 => ("/v1/messages", msg(i)),
+            _ => ("/v1/messages/batch", Value::Array((0..5).map(|j| msg(100 + 10 * i + j)).collect())),
+        };
+        match &body {
+            Value::Array(items) => expected.extend(items.iter().cloned()),
+            one => expected.push(one.clone()),
+        }
+        let app = app.clone();
+        requests.spawn(async move { app.post(path, body.to_string()).await });
+    }
+    while let Some(r) = requests.join_next().await {
+        let (st, body, _) = r.expect("request task");
+        assert_eq!(st, StatusCode::ACCEPTED, "{body}");
+    }
+    let mut got = consume_messages(&ns.kafka, expected.len(), Duration::from_secs(30)).await;
+    got.sort_by(|a, b| a.id.cmp(&b.id));
+    let mut expected: Vec<Message> = expected.iter().map(|v| serde_json::from_value(v.clone()).unwrap()).collect();
+    expected.sort_by(|a, b| a.id.cmp(&b.id));
+    assert_eq!(got, expected, "every message once");
+    let records = records_on_topic(&ns).await;
+    assert!(records <= 2, "32 requests in one window: {records} records (one, or two if a window ended among them)");
 }
 
 #[tokio::test]
@@ -326,10 +361,23 @@ async fn a_full_ring_answers_503_at_once() {
     let dead = format!("127.0.0.1:{}", free_port());
     // A 64-slot ring (the disruptor's minimum) in front of a producer that holds 1 record and a
     // broker that never answers: in ring-ack mode the first ~65 are accepted, then the ring is full.
+    // A record budget smaller than one message keeps each message a record of its own (the ring
+    // consumer would otherwise gather a window's messages into one).
     let app = spawn(
         &ns,
         Some(&dead),
-        &["--ack", "ring", "--ring-size", "64", "--producer-queue", "1", "--deadline-ms", "5000"],
+        &[
+            "--ack",
+            "ring",
+            "--ring-size",
+            "64",
+            "--producer-queue",
+            "1",
+            "--deadline-ms",
+            "5000",
+            "--record-max-bytes",
+            "1",
+        ],
     )
     .await;
     let mut statuses = Vec::new();

@@ -37,13 +37,13 @@ catalog! {
     gauge INGEST_RING_CAPACITY_BYTES = "ingest_ring_capacity_bytes":
         "Most bytes of records the ring may hold (--ring-max-bytes).";
     gauge INGEST_RING_OCCUPANCY = "ingest_ring_occupancy":
-        "Kafka records in the ring (one per single POST, one per batch POST up to --record-max-bytes), published and not yet handed to the producer.";
+        "Request records in the ring (one per single POST, one per batch POST up to --record-max-bytes), published and not yet taken by its consumer.";
     gauge INGEST_RING_BYTES = "ingest_ring_bytes":
         "Bytes of records in the ring.";
     counter INGEST_RING_REJECTIONS_TOTAL = "ingest_ring_rejections_total":
         "Requests refused with 503 ring_full, by reason (slots or bytes).";
     histogram INGEST_RING_DRAIN_BATCH_RECORDS = "ingest_ring_drain_batch_records":
-        "Kafka records the ring consumer took in one drain.";
+        "Request records (one per single POST, one or more per batch POST) the ring consumer took in one drain, before it gathers them into Kafka records.";
     histogram INGEST_KAFKA_DELIVERY_SECONDS = "ingest_kafka_delivery_seconds":
         "Time from leaving the ring to Kafka's delivery report, in seconds.";
     counter INGEST_KAFKA_ERRORS_TOTAL = "ingest_kafka_errors_total":

@@ -29,8 +29,9 @@ pub struct IngestConfig {
     /// Ring slots; a power of two, at least 64 (2^17 by default, the reference experiment's size).
     #[arg(long, env = "INGEST_RING_SIZE", default_value_t = 1 << 17, value_parser = power_of_two)]
     pub ring_size: usize,
-    /// Longest sleep of the idle ring consumer between looks, in microseconds (it starts at 50 µs
-    /// and doubles while the ring stays empty; it never spins).
+    /// Longest sleep of the idle ring consumer between looks, in microseconds (it starts at 1 ms
+    /// and doubles while the ring stays empty, never past a gathered record's due time; it never
+    /// spins).
     #[arg(long, env = "INGEST_RING_IDLE_SLEEP_US", default_value_t = 10_000)]
     pub ring_idle_sleep_us: u64,
     /// Longest a request may wait for its acknowledgement before a 503, in milliseconds.
@@ -60,7 +61,7 @@ pub struct IngestConfig {
     /// librdkafka's linger instead (records into one produce request). Longer means fewer, larger
     /// records, at the price of up to that long added to a 202 when traffic is light
     /// (docs/performance.md).
-    #[arg(long, env = "INGEST_LINGER_MS", default_value_t = 50)]
+    #[arg(long, env = "INGEST_LINGER_MS", default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub linger_ms: u64,
     /// Kafka producer batch size, in bytes.
     #[arg(long, env = "INGEST_BATCH_BYTES", default_value_t = 1 << 20)]
@@ -105,6 +106,20 @@ impl IngestConfig {
         Duration::from_millis(self.deadline_ms)
     }
 
+    /// Settings that are each valid but wrong together.
+    pub fn check(&self) -> Result<(), String> {
+        // A request's records gather for up to --linger-ms before librdkafka has them, and a
+        // record that cannot enter librdkafka gives up half a deadline after leaving the ring:
+        // a window of half the deadline or more would answer quiet requests 503 or 504.
+        if self.gathers() && self.linger_ms.saturating_mul(2) >= self.deadline_ms {
+            return Err(format!(
+                "--linger-ms {} must be less than half of --deadline-ms {}",
+                self.linger_ms, self.deadline_ms
+            ));
+        }
+        Ok(())
+    }
+
     /// Whether the ring consumer gathers requests into records (`crate::gather`): always, except
     /// in the one-record-per-message format (`--record-max-bytes 0`).
     pub fn gathers(&self) -> bool {
@@ -129,6 +144,19 @@ mod tests {
         use clap::CommandFactory;
         let bare = pipeline_testkit::flags_without_help(&IngestConfig::command());
         assert!(bare.is_empty(), "flags without help: {bare:?}");
+    }
+
+    #[test]
+    fn a_gathering_window_must_be_well_inside_the_deadline() {
+        use clap::Parser;
+        let check = |args: &[&str]| IngestConfig::try_parse_from([&["ingest"], args].concat()).map(|c| c.check());
+        assert_eq!(check(&[]).ok(), Some(Ok(())), "the defaults");
+        let e = check(&["--linger-ms", "2500"]).expect("parses").expect_err("half the deadline");
+        assert!(e.contains("--deadline-ms 5000"), "{e}");
+        assert_eq!(check(&["--linger-ms", "2500", "--deadline-ms", "6000"]).ok(), Some(Ok(())));
+        // Without gathering, the linger is librdkafka's alone.
+        assert_eq!(check(&["--linger-ms", "2500", "--record-max-bytes", "0"]).ok(), Some(Ok(())));
+        assert!(check(&["--linger-ms", "60001"]).is_err(), "bounded, so a window fits the clock");
     }
 
     #[test]

@@ -26,18 +26,33 @@ pub struct Gather {
     acks: Vec<Ack>,
     /// When the first record of the one being gathered was taken from the ring.
     first: Option<Instant>,
+    /// Ring bytes (`Entry::bytes`) of the record being gathered, and of the ready ones: the ring
+    /// counts them as held until they are handed to librdkafka, so its byte bound still bounds
+    /// what the consumer holds while librdkafka's queue is full.
+    joined_bytes: u64,
+    ready_bytes: u64,
     ready: Vec<Pending>,
 }
 
 impl Gather {
     pub fn new(max_bytes: usize, window: Duration) -> Gather {
-        Gather { max_bytes, window, joined: Joined::default(), acks: Vec::new(), first: None, ready: Vec::new() }
+        Gather {
+            max_bytes,
+            window,
+            joined: Joined::default(),
+            acks: Vec::new(),
+            first: None,
+            joined_bytes: 0,
+            ready_bytes: 0,
+            ready: Vec::new(),
+        }
     }
 
     /// Takes a request's record. The record being gathered is sent first if this one would take
     /// it past the budget; a record at or over the budget on its own is sent alone.
     pub fn push(&mut self, entry: Entry, now: Instant) {
         if self.max_bytes == 0 || entry.payload.len() >= self.max_bytes {
+            self.ready_bytes += entry.bytes();
             self.ready.push(Pending { payload: entry.payload, acks: entry.ack.into_iter().collect(), since: now });
             return;
         }
@@ -45,13 +60,16 @@ impl Gather {
             self.flush();
         }
         self.first.get_or_insert(now);
+        self.joined_bytes += entry.bytes();
         self.joined.push(entry.payload);
         self.acks.extend(entry.ack);
     }
 
     /// How long until the record being gathered must go (zero: now), or `None` when there is none.
     pub fn due_in(&self, now: Instant) -> Option<Duration> {
-        self.first.map(|first| (first + self.window).saturating_duration_since(now))
+        // `checked_add`: a window too large for the clock means "not before a very long time".
+        self.first
+            .map(|first| first.checked_add(self.window).map_or(Duration::MAX, |due| due.saturating_duration_since(now)))
     }
 
     /// Ends the record being gathered: it is ready to send.
@@ -59,6 +77,7 @@ impl Gather {
         let since = self.first.take();
         if let (Some(payload), Some(since)) = (self.joined.take(), since) {
             self.ready.push(Pending { payload, acks: std::mem::take(&mut self.acks), since });
+            self.ready_bytes += std::mem::take(&mut self.joined_bytes);
         }
     }
 
@@ -69,9 +88,9 @@ impl Gather {
         }
     }
 
-    /// The records ready to send, in order.
-    pub fn ready(&mut self) -> std::vec::Drain<'_, Pending> {
-        self.ready.drain(..)
+    /// The records ready to send, in order, and the ring bytes they held.
+    pub fn ready(&mut self) -> (std::vec::Drain<'_, Pending>, u64) {
+        (self.ready.drain(..), std::mem::take(&mut self.ready_bytes))
     }
 
     pub fn has_ready(&self) -> bool {
@@ -89,7 +108,7 @@ mod tests {
     }
 
     fn payloads(g: &mut Gather) -> Vec<String> {
-        g.ready().map(|p| String::from_utf8_lossy(&p.payload).into_owned()).collect()
+        g.ready().0.map(|p| String::from_utf8_lossy(&p.payload).into_owned()).collect()
     }
 
     #[test]
@@ -128,6 +147,13 @@ mod tests {
         );
         g.flush();
         assert_eq!(payloads(&mut g), vec![r#"{"id":"cccc"}"#]);
+        // The ring bytes go with the records: gathered ones count until they are ready.
+        g.push(entry(r#"{"id":"dddd"}"#, None), t0);
+        g.push(entry(r#"{"id":"a very long one, over 30 bytes"}"#, None), t0);
+        assert_eq!(g.ready().1, 39, "the large one only");
+        g.flush();
+        assert_eq!(g.ready().1, 13);
+        assert_eq!(g.ready().1, 0);
         // Budget 0: nothing is gathered (one record per message, librdkafka lingers instead).
         let mut g = Gather::new(0, Duration::from_secs(1));
         g.push(entry(r#"{"id":"x"}"#, None), t0);
@@ -146,7 +172,7 @@ mod tests {
         g.push(entry(r#"[{"id":"b"}]"#, Some(&batch)), t0);
         g.push(entry(r#"{"id":"c"}"#, Some(&single)), t0);
         g.flush();
-        let records: Vec<Pending> = g.ready().collect();
+        let records: Vec<Pending> = g.ready().0.collect();
         assert_eq!(records.len(), 1);
         assert_eq!(records[0].acks.len(), 3, "one report per request record it holds");
         for ack in &records[0].acks {

@@ -266,9 +266,11 @@ impl Publisher {
     pub fn send_all(&self, records: impl Iterator<Item = Pending>) {
         let partition = self.rotation.now();
         for p in records {
+            // The wait for room counts from when the record left the ring, gathering included,
+            // so a record that cannot enter librdkafka still gives up while its requests wait.
+            let waiting_since = p.since;
             let mut opaque = Box::new(Opaque { acks: p.acks, since: p.since });
             let payload = p.payload;
-            let waiting_since = Instant::now();
             loop {
                 // No key: see `producer_client_config`.
                 let mut rec = BaseRecord::<(), _, _>::with_opaque_to(&self.topic, opaque).payload(&payload);

@@ -29,7 +29,7 @@ pub struct Rotation {
 }
 
 impl Rotation {
-    /// One partition per `window` (the producer's linger).
+    /// One partition per `window` (the ring's gathering window, or the producer's linger).
     pub fn new(window: Duration) -> Rotation {
         Rotation { epoch: Instant::now(), window_ms: window.as_millis().max(1), count: Arc::new(AtomicI32::new(0)) }
     }

@@ -36,7 +36,7 @@ pub struct Entry {
 }
 
 impl Entry {
-    fn bytes(&self) -> u64 {
+    pub fn bytes(&self) -> u64 {
         self.payload.len() as u64
     }
 }
@@ -109,6 +109,18 @@ impl Drop for Joiner {
     }
 }
 
+/// Says when the ring consumer has drained the ring and handed everything to librdkafka. The
+/// shutdown waits for it before the producer's last flush: dropping one ring handle is not enough,
+/// because actix's workers may drop theirs after the server has said it stopped.
+pub struct Drained(std::sync::mpsc::Receiver<()>);
+
+impl Drained {
+    /// Waits at most `timeout`; true when the consumer has finished.
+    pub fn wait(&self, timeout: Duration) -> bool {
+        matches!(self.0.recv_timeout(timeout), Err(std::sync::mpsc::RecvTimeoutError::Disconnected) | Ok(()))
+    }
+}
+
 /// How the ring consumer gathers and sleeps.
 pub struct RingOptions {
     pub size: usize,
@@ -122,8 +134,8 @@ pub struct RingOptions {
 
 impl Ring {
     /// A ring of `size` slots holding at most `max_bytes` of records, drained by a thread that
-    /// gathers them into records for `publisher`.
-    pub fn start(opts: RingOptions, publisher: Publisher) -> std::io::Result<Ring> {
+    /// gathers them into records for `publisher`; and what says when that thread has finished.
+    pub fn start(opts: RingOptions, publisher: Publisher) -> std::io::Result<(Ring, Drained)> {
         gauge!(catalog::INGEST_RING_CAPACITY).set(opts.size as f64);
         gauge!(catalog::INGEST_RING_CAPACITY_BYTES).set(opts.max_bytes as f64);
         let counts = Arc::new(Counts { max_bytes: opts.max_bytes, ..Counts::default() });
@@ -131,10 +143,12 @@ impl Ring {
         let (poller, builder) = build_multi_producer(opts.size, Slot::default, BusySpin).new_event_poller();
         let producer = builder.build();
         let c = counts.clone();
-        let consumer = std::thread::Builder::new()
-            .name("ring-consumer".into())
-            .spawn(move || consume(poller, &c, &opts, &publisher))?;
-        Ok(Ring { producer, counts, _consumer: Arc::new(Joiner(Some(consumer))) })
+        let (finished, drained) = std::sync::mpsc::channel::<()>();
+        let consumer = std::thread::Builder::new().name("ring-consumer".into()).spawn(move || {
+            consume(poller, &c, &opts, &publisher);
+            drop(finished);
+        })?;
+        Ok((Ring { producer, counts, _consumer: Arc::new(Joiner(Some(consumer))) }, Drained(drained)))
     }
 
     /// Puts all entries in the ring or none of them, so a 503 never leaves half a batch behind.
@@ -174,19 +188,17 @@ fn consume(mut poller: EventPoller<Slot, MultiProducerBarrier>, c: &Counts, opts
         let finished = match poller.poll() {
             Ok(mut events) => {
                 empty_looks = 0;
-                let (mut n, mut bytes) = (0u64, 0u64);
+                let mut n = 0u64;
                 for slot in &mut events {
                     if let Some(entry) = lock(slot).take() {
                         n += 1;
-                        bytes += entry.bytes();
                         gather.push(entry, now);
                     }
                 }
-                // The guard goes here: the slots are free for the HTTP workers again.
+                // The guard goes here: the slots are free for the HTTP workers again (their bytes
+                // stay counted until they are in librdkafka: see `Gather`).
                 drop(events);
                 histogram!(catalog::INGEST_RING_DRAIN_BATCH_RECORDS).record(n as f64);
-                let held = c.bytes.fetch_sub(bytes, Ordering::AcqRel).saturating_sub(bytes);
-                gauge!(catalog::INGEST_RING_BYTES).set(held as f64);
                 let drained = c.drained.fetch_add(n, Ordering::Relaxed) + n;
                 gauge!(catalog::INGEST_RING_OCCUPANCY)
                     .set((c.published.load(Ordering::Relaxed).saturating_sub(drained)) as f64);
@@ -208,7 +220,10 @@ fn consume(mut poller: EventPoller<Slot, MultiProducerBarrier>, c: &Counts, opts
         };
         gather.flush_if_due(now);
         if gather.has_ready() {
-            publisher.send_all(gather.ready());
+            let (records, bytes) = gather.ready();
+            publisher.send_all(records);
+            let held = c.bytes.fetch_sub(bytes, Ordering::AcqRel).saturating_sub(bytes);
+            gauge!(catalog::INGEST_RING_BYTES).set(held as f64);
         }
         if finished {
             return;

@@ -3,7 +3,7 @@
 
 use crate::config::IngestConfig;
 use crate::kafka::Publisher;
-use crate::ring::{Ring, RingOptions};
+use crate::ring::{Drained, Ring, RingOptions};
 use crate::routes::{self, WorkerRing};
 use actix_web::dev::Server;
 use actix_web::{middleware, web, App, HttpServer};
@@ -18,6 +18,7 @@ pub struct Application {
     port: u16,
     server: Server,
     ring: Ring,
+    drained: Drained,
     publisher: Publisher,
 }
 
@@ -25,6 +26,7 @@ impl Application {
     /// Creates the topic if missing, starts the ring and binds the listener (port 0 = any free
     /// port, for tests). Serving starts with [`Application::run`].
     pub async fn build(cfg: IngestConfig) -> anyhow::Result<Application> {
+        cfg.check().map_err(anyhow::Error::msg)?;
         let handle = telemetry::metrics_handle();
         // Kafka being down is not a reason to refuse to start: /readyz says not ready and
         // requests get 503s until it answers. The topic is created in the background, asked
@@ -37,7 +39,7 @@ impl Application {
         });
         let publisher = Publisher::new(&cfg).context("creating the Kafka producer")?;
         tokio::spawn(crate::partitions::keep_count(publisher.clone()));
-        let ring = Ring::start(
+        let (ring, drained) = Ring::start(
             RingOptions {
                 size: cfg.ring_size,
                 max_bytes: cfg.ring_max_bytes,
@@ -74,7 +76,7 @@ impl Application {
         .shutdown_timeout(shutdown_grace.as_secs())
         .listen(listener)?
         .run();
-        Ok(Application { port, server, ring, publisher })
+        Ok(Application { port, server, ring, drained, publisher })
     }
 
     pub fn port(&self) -> u16 {
@@ -91,9 +93,17 @@ impl Application {
         self.server.await?;
         let started = Instant::now();
         self.publisher.close(Duration::from_secs(30));
-        // Dropping the last ring handle joins the ring's consumer after it drained every entry.
-        let ring = self.ring;
-        tokio::task::spawn_blocking(move || drop(ring)).await?;
+        // Once every ring handle is gone the consumer drains the ring, sends what it gathered and
+        // finishes; only then is the producer's flush the last word.
+        let (ring, drained) = (self.ring, self.drained);
+        let finished = tokio::task::spawn_blocking(move || {
+            drop(ring);
+            drained.wait(Duration::from_secs(30))
+        })
+        .await?;
+        if !finished {
+            tracing::error!("the ring consumer did not finish within 30 s; flushing what the producer has");
+        }
         self.publisher.flush(Duration::from_secs(30)).context("flushing the Kafka producer")?;
         tracing::info!(drain_ms = started.elapsed().as_millis() as u64, "ring drained and producer flushed; bye");
         Ok(())

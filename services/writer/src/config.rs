@@ -127,8 +127,8 @@ pub struct WriterConfig {
     #[arg(long, env = "WRITER_CONSUMERS", default_value_t = 3)]
     pub consumers: usize,
     /// Messages that close a batch: records are added until the batch holds at least this many,
-    /// so a batch may pass it by one record's messages (a batch POST's record holds up to
-    /// `--max-batch` of the ingest).
+    /// so a batch may pass it by one record's messages (a record holds up to the ingest's
+    /// `--record-max-bytes` of messages, gathered from one or more requests).
     #[arg(long, env = "WRITER_BATCH_MAX", default_value_t = 500)]
     pub batch_max: usize,
     /// Extra librdkafka consumer settings, `key=value`, comma separated (tuning only: the group,

@@ -61,7 +61,7 @@ pub struct IngestConfig {
     /// librdkafka's linger instead (records into one produce request). Longer means fewer, larger
     /// records, at the price of up to that long added to a 202 when traffic is light
     /// (docs/performance.md).
-    #[arg(long, env = "INGEST_LINGER_MS", default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    #[arg(long, env = "INGEST_LINGER_MS", default_value_t = 20, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub linger_ms: u64,
     /// Kafka producer batch size, in bytes.
     #[arg(long, env = "INGEST_BATCH_BYTES", default_value_t = 1 << 20)]

@@ -134,7 +134,7 @@ fn throughput(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) 
         let valid: Vec<(f64, f64)> = pts.iter().filter(|p| p.2).map(|p| (p.0, p.1)).collect();
         chart
             .draw_series(LineSeries::new(valid.clone(), c.stroke_width(2)))?
-            .label(format!("{policy}"))
+            .label(policy.to_string())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
         chart.draw_series(valid.iter().map(|p| Circle::new(*p, 6, c.filled())))?;
         chart.draw_series(pts.iter().filter(|p| !p.2).map(|p| Cross::new((p.0, p.1), 9, c.stroke_width(3))))?;

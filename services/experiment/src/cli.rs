@@ -28,7 +28,7 @@ pub struct Cli {
 #[derive(Subcommand)]
 pub enum Cmd {
     /// Run a plan (what `experiment` without a subcommand does).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Re-render report.md, verdicts.json and the charts from an evidence folder alone.
     Report {
         /// The evidence folder of a run (holds plan.toml and rounds/).

@@ -33,18 +33,25 @@ pub struct Service {
     pub base: String,
 }
 
+/// What to start, and how to know it is up.
+pub struct Launch<'a> {
+    /// For errors and logs: `writer` or `ingest`.
+    pub name: &'a str,
+    pub bin: &'a Path,
+    pub args: &'a [String],
+    pub env: &'a [(String, String)],
+    /// Takes stdout and stderr.
+    pub log: &'a Path,
+    /// `http://host:port`: nothing may answer there before the start.
+    pub base: &'a str,
+    /// The path that answers 200 once the service is ready.
+    pub ready: &'a str,
+    pub timeout: Duration,
+}
+
 /// Starts `bin args` with stdout and stderr in `log`, then waits until `base+ready` answers 200.
-pub async fn start(
-    http: &reqwest::Client,
-    name: &str,
-    bin: &Path,
-    args: &[String],
-    env: &[(String, String)],
-    log: &Path,
-    base: &str,
-    ready: &str,
-    timeout: Duration,
-) -> Result<Service, ProcError> {
+pub async fn start(http: &reqwest::Client, launch: Launch<'_>) -> Result<Service, ProcError> {
+    let Launch { name, bin, args, env, log, base, ready, timeout } = launch;
     if get_ok(http, &format!("{base}/healthz")).await {
         return Err(ProcError::PortTaken(format!("{base}/healthz")));
     }

@@ -8,7 +8,7 @@
 
 use crate::k6::{self, K6Job, K6Run};
 use crate::plan::{FaultKind, LoadKind, Plan, Slot};
-use crate::procs::{self, Service};
+use crate::procs::{self, Launch, Service};
 use crate::sampler::Sampler;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -167,18 +167,17 @@ async fn steps(
     let base = format!("http://{}", ctx.ingest_addr);
     let bin = ctx.bins.join("ingest");
     let log = dir.join("ingest.log");
-    let started = procs::start(
-        &ctx.http,
-        "ingest",
-        &bin,
-        &ctx.plan.ingest_args,
-        &ingest_env,
-        &log,
-        &base,
-        "/readyz",
-        Duration::from_secs(60),
-    )
-    .await;
+    let launch = Launch {
+        name: "ingest",
+        bin: &bin,
+        args: &ctx.plan.ingest_args,
+        env: &ingest_env,
+        log: &log,
+        base: &base,
+        ready: "/readyz",
+        timeout: Duration::from_secs(60),
+    };
+    let started = procs::start(&ctx.http, launch).await;
     let ingest = match started {
         Ok(s) => s,
         Err(e) => {
@@ -202,11 +201,8 @@ async fn steps(
         point: slot.point,
         run_id: format!("{}r{:02}", ctx.tag, slot.index),
     };
-    let fault_at = k6::measured_offset(&ctx.plan) + 1.0 + crate::plan::seconds(&ctx.plan.duration).unwrap_or(0.0) / 2.0;
-    let (k6_run, fault) = tokio::join!(
-        k6::run(&job, t0, sampler),
-        fault(ctx, dir, t0, sampler, slot.fault, writer.pid, &writer_args, fault_at)
-    );
+    let (k6_run, fault) =
+        tokio::join!(k6::run(&job, t0, sampler), fault(ctx, dir, t0, sampler, slot.fault, writer.pid, &writer_args));
     rec.k6 = Some(k6_run?);
     if let Some((f, new_writer)) = fault {
         rec.fault = Some(f);
@@ -244,9 +240,18 @@ async fn start_writer(
     let env = vec![("WRITER_METRICS_ADDR".to_string(), ctx.writer_addr.clone())];
     let base = format!("http://{}", ctx.writer_addr);
     let bin = ctx.bins.join("writer");
-    let s =
-        procs::start(&ctx.http, "writer", &bin, args, &env, &dir.join(log), &base, "/healthz", Duration::from_secs(90))
-            .await?;
+    let log = dir.join(log);
+    let launch = Launch {
+        name: "writer",
+        bin: &bin,
+        args,
+        env: &env,
+        log: &log,
+        base: &base,
+        ready: "/healthz",
+        timeout: Duration::from_secs(90),
+    };
+    let s = procs::start(&ctx.http, launch).await?;
     sampler.add_proc("writer", s.pid);
     sampler.add_url("writer", &format!("{base}/metrics"));
     let mut command = vec![bin.display().to_string()];
@@ -255,7 +260,7 @@ async fn start_writer(
     Ok((s, ProcRecord { command, pid, ready_s: t0.elapsed().as_secs_f64() }))
 }
 
-/// The plan's deliberate fault, `at_s` after k6's start (halfway through the measured phase).
+/// The plan's deliberate fault, halfway through k6's measured phase.
 async fn fault(
     ctx: &Ctx,
     dir: &Path,
@@ -264,10 +269,10 @@ async fn fault(
     kind: Option<FaultKind>,
     writer_pid: u32,
     writer_args: &[String],
-    at_s: f64,
 ) -> Option<(FaultRecord, Option<Service>)> {
     let kind = kind?;
     // Called as k6 starts: `at_s` counts from now.
+    let at_s = k6::measured_offset(&ctx.plan) + 1.0 + crate::plan::seconds(&ctx.plan.duration).unwrap_or(0.0) / 2.0;
     tokio::time::sleep(Duration::from_secs_f64(at_s.max(0.0))).await;
     let at = t0.elapsed().as_secs_f64();
     let killed = procs::signal(writer_pid, "KILL");

@@ -185,7 +185,7 @@ fn consume(mut poller: EventPoller<Slot, MultiProducerBarrier>, c: &Counts, opts
     let mut empty_looks = 0u32;
     loop {
         let now = Instant::now();
-        let finished = match poller.poll() {
+        let (idle, finished) = match poller.poll() {
             Ok(mut events) => {
                 empty_looks = 0;
                 let mut n = 0u64;
@@ -202,20 +202,12 @@ fn consume(mut poller: EventPoller<Slot, MultiProducerBarrier>, c: &Counts, opts
                 let drained = c.drained.fetch_add(n, Ordering::Relaxed) + n;
                 gauge!(catalog::INGEST_RING_OCCUPANCY)
                     .set((c.published.load(Ordering::Relaxed).saturating_sub(drained)) as f64);
-                false
+                (false, false)
             }
-            Err(Polling::NoEvents) => {
-                gather.flush_if_due(now);
-                if !gather.has_ready() {
-                    let nap = backoff(empty_looks, opts.idle_sleep_max);
-                    std::thread::sleep(gather.due_in(now).map_or(nap, |due| due.min(nap)));
-                    empty_looks = empty_looks.saturating_add(1);
-                }
-                false
-            }
+            Err(Polling::NoEvents) => (true, false),
             Err(Polling::Shutdown) => {
                 gather.flush();
-                true
+                (false, true)
             }
         };
         gather.flush_if_due(now);
@@ -224,6 +216,11 @@ fn consume(mut poller: EventPoller<Slot, MultiProducerBarrier>, c: &Counts, opts
             publisher.send_all(records);
             let held = c.bytes.fetch_sub(bytes, Ordering::AcqRel).saturating_sub(bytes);
             gauge!(catalog::INGEST_RING_BYTES).set(held as f64);
+        } else if idle {
+            // Nothing came and nothing is due: nap, but wake for the gathered record's window.
+            let nap = backoff(empty_looks, opts.idle_sleep_max);
+            std::thread::sleep(gather.due_in(now).map_or(nap, |due| due.min(nap)));
+            empty_looks = empty_looks.saturating_add(1);
         }
         if finished {
             return;

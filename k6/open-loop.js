@@ -42,5 +42,5 @@ const params = postParams('POST /v1/messages', TIMEOUT.text);
 
 export default function () {
   const m = message();
-  record(http.post(`${BASE}/v1/messages`, JSON.stringify(m), params), [m.id]);
+  record(http.post(`${BASE}/v1/messages`, JSON.stringify(m), params), [m]);
 }

@@ -1,5 +1,6 @@
 // Message generator: ids unique per VU and iteration (and per run, via RUN_ID), realistic
-// sender/recipient names and a body of BODY_BYTES (default 256) bytes.
+// sender/recipient names, a body of BODY_BYTES (default 256) bytes, and `sent_at` the client's
+// clock in milliseconds (what every store keeps), so the id log's digest covers every field.
 import exec from 'k6/execution';
 import { intSetting } from './config.js';
 
@@ -31,5 +32,6 @@ export function message(k = 0) {
     sender: `user-${vu % 1000}`,
     recipient: `user-${(vu * 31 + it) % 1000}`,
     body: BODY,
+    sent_at: new Date().toISOString(),
   };
 }

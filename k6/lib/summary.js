@@ -60,14 +60,15 @@ export function postParams(name, timeout = '10s') {
 }
 
 /** Records one response to a request that carried the messages with `ids`. */
-export function record(res, ids) {
+/** Counts and logs one response to the messages `msgs`. */
+export function record(res, msgs) {
   const cls = classOf(res.status);
-  byClass[cls].add(ids.length);
-  logIds(cls, ids);
+  byClass[cls].add(msgs.length);
+  logIds(cls, msgs);
   if (exec.scenario.name.startsWith('warmup')) return;
   const ok = res.status === 202;
   measuredRequests.add(1);
-  measuredMessages.add(ids.length);
+  measuredMessages.add(msgs.length);
   measuredErrors.add(!ok);
   measuredLatency.add(res.timings.duration);
   if (!ok) (statusCounters[String(res.status)] || otherStatus).add(1);

@@ -24,11 +24,33 @@ pub struct Class {
     pub total: u64,
     /// id → the example as printed, the smallest ids only.
     examples: BTreeMap<Box<str>, String>,
+    /// For content classes: how many ids differ in each field.
+    pub fields: BTreeMap<&'static str, u64>,
 }
 
 impl Class {
     pub fn new(severity: Severity) -> Class {
-        Class { severity, total: 0, examples: BTreeMap::new() }
+        Class { severity, total: 0, examples: BTreeMap::new(), fields: BTreeMap::new() }
+    }
+
+    /// Counts `id` as differing in `fields`.
+    pub fn add_fields(&mut self, id: &str, fields: &[&'static str], detail: impl FnOnce() -> String) {
+        for f in fields {
+            *self.fields.entry(f).or_default() += 1;
+        }
+        self.add_with(id, detail);
+    }
+
+    /// The ids of the examples, smallest first.
+    pub fn example_ids(&self) -> impl Iterator<Item = &str> {
+        self.examples.keys().map(|k| &**k)
+    }
+
+    /// Replaces the example of `id` (kept only if `id` is an example already).
+    pub fn set_example(&mut self, id: &str, example: String) {
+        if let Some(e) = self.examples.get_mut(id) {
+            *e = example;
+        }
     }
 
     /// Counts `id`; its example is the id itself.

@@ -11,10 +11,14 @@
 //!
 //! Without an expected set ([`Mode::StoresOnly`]) an id missing from every store is invisible,
 //! so only disagreements between stores are reported, under names that say so.
+//!
+//! Content, in both modes: every store's copy of an id against the reference store's (MySQL)
+//! — **mismatched**, with the fields that differ — and, when the client logged a digest of what
+//! it sent, every store's copy against that — **not what was sent** (`crate::tally`).
 
 use crate::class::{Class, Severity};
 use crate::dlq::{DeadLetter, DeadLetters};
-use crate::tally::{Expect, Tally};
+use crate::tally::{Expect, Tally, REFERENCE};
 use pipeline_stores::StoreKind;
 use std::collections::BTreeMap;
 
@@ -56,6 +60,12 @@ pub fn wrong_shard(s: StoreKind) -> String {
 pub fn absent_elsewhere(s: StoreKind) -> String {
     format!("absent from {s}, held by another store")
 }
+pub fn mismatched(s: StoreKind) -> String {
+    format!("mismatched ({s})")
+}
+pub fn not_sent(s: StoreKind) -> String {
+    format!("not what was sent ({s})")
+}
 
 /// Every class, zero or not, so that JSON readers always find them.
 fn empty(stores: &[StoreKind], mode: Mode) -> Classes {
@@ -69,8 +79,12 @@ fn empty(stores: &[StoreKind], mode: Mode) -> Classes {
         if s == StoreKind::Mysql {
             put(wrong_shard(s), Failure);
         }
+        if s != REFERENCE {
+            put(mismatched(s), Failure);
+        }
         match mode {
             Mode::Expected => {
+                put(not_sent(s), Failure);
                 put(missing(s), Failure);
                 put(extra(s), Failure);
                 put(refused_in(s), Failure);
@@ -122,6 +136,12 @@ pub fn classify(tally: &Tally, dead: &DeadLetters, mode: Mode) -> Classes {
     for (i, &s) in stores.iter().enumerate() {
         if tally.misplaced(i).total > 0 {
             *class(&mut c, &wrong_shard(s)) = tally.misplaced(i).clone();
+        }
+        if tally.mismatched(i).total > 0 {
+            *class(&mut c, &mismatched(s)) = tally.mismatched(i).clone();
+        }
+        if mode == Mode::Expected && tally.not_sent(i).total > 0 {
+            *class(&mut c, &not_sent(s)) = tally.not_sent(i).clone();
         }
     }
     for row in tally.rows() {

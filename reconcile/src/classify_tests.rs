@@ -1,23 +1,34 @@
 //! The set logic without servers: stores are in-memory id lists.
 
 use super::*;
+use pipeline_common::digest::{Digest, Stored};
 use pipeline_common::message::{shard_of, shard_table};
-use pipeline_stores::StoredId;
+use pipeline_stores::Audited;
 
 const ALL: [StoreKind; 4] = StoreKind::ALL;
 
 /// A store's ids; MySQL ids get their own shard table as place.
-fn held(kind: StoreKind, ids: &[&str]) -> Vec<StoredId> {
+fn held(kind: StoreKind, ids: &[&str]) -> Vec<Audited> {
     ids.iter()
-        .map(|id| StoredId { id: id.to_string(), place: (kind == StoreKind::Mysql).then(|| shard_table(shard_of(id))) })
+        .map(|id| Audited {
+            id: id.to_string(),
+            place: (kind == StoreKind::Mysql).then(|| shard_of(id)),
+            digest: Some(same()),
+        })
         .collect()
+}
+
+/// The same content for every id (content is tested in `tally`).
+fn same() -> Digest {
+    let at = time::macros::datetime!(2026-12-01 00:00 UTC);
+    Digest::of(Stored { sender: "a", recipient: "b", body: "c", sent_at: at, version: 1 })
 }
 
 /// A tally with `expect` loaded and `per_store[i]` held by store i.
 fn tally(expect: &[(&str, Expect)], per_store: [Vec<&str>; 4]) -> Tally {
     let mut t = Tally::new(&ALL);
     for (id, e) in expect {
-        t.expect(id, *e);
+        t.expect(id, *e, None);
     }
     for (i, ids) in per_store.iter().enumerate() {
         t.add_store(i, held(ALL[i], ids));
@@ -92,8 +103,8 @@ fn refused_ids_must_not_be_stored() {
 fn twice_in_mysql_is_duplicated_and_misplaced() {
     let mut t = tally(&[("d", Expect::Accepted)], [vec![], vec!["d"], vec!["d"], vec!["d"]]);
     let other = shard_table((shard_of("d") + 1) % 16);
-    t.add_store(0, vec![StoredId { id: "d".into(), place: Some(shard_table(shard_of("d"))) }]);
-    t.add_store(0, vec![StoredId { id: "d".into(), place: Some(other.clone()) }]);
+    t.add_store(0, vec![Audited { id: "d".into(), place: Some(shard_of("d")), digest: Some(same()) }]);
+    t.add_store(0, vec![Audited { id: "d".into(), place: Some((shard_of("d") + 1) % 16), digest: Some(same()) }]);
     let c = classify(&t, &DeadLetters::default(), Mode::Expected);
     let in_other = format!("d in {other}");
     assert_eq!(
@@ -147,7 +158,7 @@ fn stores_only_reports_disagreements_and_cannot_see_ids_missing_everywhere() {
 fn nine_stores_are_no_problem() {
     let kinds = [StoreKind::Redis; 9];
     let mut t = Tally::new(&kinds);
-    t.expect("x", Expect::Accepted);
+    t.expect("x", Expect::Accepted, None);
     for s in 0..8 {
         t.add_store(s, held(StoreKind::Redis, &["x"]));
     }

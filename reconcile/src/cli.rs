@@ -1,14 +1,17 @@
-//! The command line. Exit codes: 0 all good · 1 ids or counts differ (or reset left data) ·
-//! 2 bad input · 3 the pipeline did not drain in time · 4 a store or the broker could not be
-//! reached.
+//! The command line. Exit codes: 0 all good · 1 ids, content or counts differ (or reset left
+//! data, repair left something it cannot fix, replay saw a record refused again) · 2 bad input ·
+//! 3 the pipeline did not drain in time · 4 a store or the broker could not be reached.
 
 use clap::{Parser, Subcommand};
 use pipeline_common::config::KafkaArgs;
-use pipeline_stores::StoreArgs;
+use pipeline_stores::{StoreArgs, StoreKind};
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(name = "reconcile", about = "Check the four stores against what was injected, id by id")]
+#[command(
+    name = "reconcile",
+    about = "Check the four stores against what was injected, id by id and content; repair them; replay dead letters"
+)]
 pub struct Cli {
     #[command(flatten)]
     pub kafka: KafkaArgs,
@@ -60,6 +63,29 @@ pub enum Cmd {
         #[arg(long)]
         stores_only: bool,
     },
+    /// Wait for drain, then rebuild Redis, Elasticsearch and MongoDB from MySQL: every id they
+    /// miss or hold with other content or an older version gets MySQL's version (never over a
+    /// newer one), read back and compared again. Ids MySQL does not hold are reported.
+    Repair {
+        /// Only say what would be written; change nothing (exit 1 when something would be).
+        #[arg(long)]
+        dry_run: bool,
+        /// The stores to repair (default: every store but MySQL).
+        #[arg(long, value_delimiter = ',')]
+        stores: Vec<StoreKind>,
+        /// Also delete the ids a store holds that MySQL does not (only on a quiet pipeline: a
+        /// message a writer has stored elsewhere but not yet in MySQL would be lost).
+        #[arg(long)]
+        delete_extra: bool,
+        /// Messages read from MySQL and written per batch.
+        #[arg(long, default_value_t = 500)]
+        batch: usize,
+    },
+    /// The dead-letter topic: list what it holds, or replay it into the stores that refused it.
+    Dlq {
+        #[command(subcommand)]
+        cmd: DlqCmd,
+    },
     /// Wait for drain, empty every store, and check twice that all read zero.
     Reset,
     /// Check that a k6 run's id log is complete and count its ids; contacts nothing.
@@ -69,5 +95,24 @@ pub enum Cmd {
         /// Also write PREFIX.accepted.ids, PREFIX.uncertain.ids and PREFIX.refused.ids.
         #[arg(long, value_name = "PREFIX")]
         write: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum DlqCmd {
+    /// Every dead letter (where, when, store, id, error, replayed or not) and counts per store
+    /// and error.
+    List {
+        /// Records shown one per line (the counts cover all).
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+    },
+    /// Write each dead letter not replayed yet into the store that refused it, only that one
+    /// (after the cause is fixed); commit the replay group's offsets; a record refused again is
+    /// dead-lettered again with its new error.
+    Replay {
+        /// Only say what would be replayed; write and commit nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
 }

@@ -8,9 +8,15 @@
 //! A dead letter's id is its `id` header, else the `id` field of its payload (the message JSON),
 //! else it has none (an undecodable record, counted apart). Its store is the `store` header, else
 //! the prefix of the `error` header (`es: ...`, `decode: ...`), else `unknown`.
+//!
+//! `reconcile dlq replay` (`crate::replay`) writes dead letters back into the store that refused
+//! them and commits its own group's offsets on this topic: a record of a store below that
+//! group's committed offset has been replayed (stored, or dead-lettered again further on with
+//! its new error) and no longer counts as a dead letter. Undecodable records never can be.
 
 use pipeline_common::config::KafkaArgs;
 use pipeline_common::kafka::{client_config, ADMIN_TIMEOUT};
+use pipeline_stores::StoreKind;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Headers, Message};
@@ -51,6 +57,49 @@ pub struct DeadLetters {
     pub by_id: HashMap<String, Vec<DeadLetter>>,
     /// Dead letters without an id: (key or partition:offset, reason), all of them counted here.
     pub without_id: Vec<(String, String)>,
+    /// Records replayed by `reconcile dlq replay` (below its group's committed offset).
+    pub replayed: u64,
+}
+
+/// One record of the dead-letter topic, as read.
+#[derive(Debug, Clone)]
+pub struct Record {
+    pub partition: i32,
+    pub offset: i64,
+    /// Milliseconds since the epoch, when the broker gave one.
+    pub timestamp: Option<i64>,
+    pub key: Option<Vec<u8>>,
+    pub payload: Option<Vec<u8>>,
+    pub headers: Vec<(String, Option<Vec<u8>>)>,
+}
+
+impl Record {
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .and_then(|(_, v)| v.as_deref())
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    }
+
+    /// The store that refused it (see the module docs).
+    pub fn store(&self) -> String {
+        self.header("store").unwrap_or_else(|| store_of_reason(&self.reason()))
+    }
+
+    pub fn reason(&self) -> String {
+        self.header("error").unwrap_or_else(|| "no error header".into())
+    }
+
+    /// Whether `reconcile dlq replay` can write it back: a store refused a valid message.
+    pub fn replayable(&self) -> bool {
+        let store = self.store();
+        StoreKind::ALL.iter().any(|k| k.name() == store)
+    }
+
+    pub fn at(&self) -> String {
+        format!("{}:{}", self.partition, self.offset)
+    }
 }
 
 impl DeadLetters {
@@ -83,7 +132,7 @@ impl DeadLetters {
 /// `es` from `es: mapping error`, `decode` from `decode: ...`; `unknown` otherwise.
 fn store_of_reason(reason: &str) -> String {
     match reason.split_once(':').map(|(s, _)| s.trim()) {
-        Some(s @ ("mysql" | "redis" | "es" | "mongo" | "decode")) => s.to_string(),
+        Some(s) if s == "decode" || StoreKind::ALL.iter().any(|k| k.name() == s) => s.to_string(),
         _ => "unknown".to_string(),
     }
 }
@@ -103,9 +152,31 @@ fn payload_ids(payload: &[u8]) -> Vec<String> {
     }
 }
 
-/// Reads `topic` from its beginning to its current end. Blocking (librdkafka calls): run it on a
-/// blocking thread from async code.
-pub fn read_all(kafka: &KafkaArgs, topic: &str) -> Result<DeadLetters, DlqError> {
+/// Reads `topic` from its beginning to its current end, filing every record; a replayable one
+/// below `replayed[partition]` (the replay group's committed offsets) counts as replayed.
+/// Blocking (librdkafka calls): run it on a blocking thread from async code.
+pub fn read_all(kafka: &KafkaArgs, topic: &str, replayed: &HashMap<i32, i64>) -> Result<DeadLetters, DlqError> {
+    let mut out = DeadLetters { topic: topic.to_string(), ..DeadLetters::default() };
+    out.absent = !scan(kafka, topic, &HashMap::new(), |r| {
+        if r.replayable() && replayed.get(&r.partition).is_some_and(|&c| r.offset < c) {
+            out.replayed += 1;
+            return;
+        }
+        let headers: Vec<(&str, Option<&[u8]>)> = r.headers.iter().map(|(k, v)| (k.as_str(), v.as_deref())).collect();
+        out.add(r.key.as_deref(), r.payload.as_deref(), &headers, &r.at());
+    })?;
+    Ok(out)
+}
+
+/// Calls `each` with every record of `topic` from `from[partition]` (the low watermark when
+/// absent or lower) to the high watermark taken at the start, in offset order per partition.
+/// Returns false when the topic does not exist. Blocking.
+pub fn scan(
+    kafka: &KafkaArgs,
+    topic: &str,
+    from: &HashMap<i32, i64>,
+    mut each: impl FnMut(Record),
+) -> Result<bool, DlqError> {
     let err = |source| DlqError::Kafka { topic: topic.to_string(), source };
     let consumer: BaseConsumer = client_config(kafka)
         .set("group.id", format!("reconcile-dlq-{}", uuid_ish()))
@@ -114,24 +185,23 @@ pub fn read_all(kafka: &KafkaArgs, topic: &str) -> Result<DeadLetters, DlqError>
         .set("allow.auto.create.topics", "false")
         .create()
         .map_err(err)?;
-    let mut out = DeadLetters { topic: topic.to_string(), ..DeadLetters::default() };
     let md = consumer.fetch_metadata(Some(topic), ADMIN_TIMEOUT).map_err(err)?;
     let Some(t) = md.topics().iter().find(|t| t.name() == topic && t.error().is_none()) else {
-        out.absent = true;
-        return Ok(out);
+        return Ok(false);
     };
     // partition -> (next offset to read, end)
     let mut left: HashMap<i32, (i64, i64)> = HashMap::new();
     let mut tpl = TopicPartitionList::new();
     for p in t.partitions() {
         let (low, high) = consumer.fetch_watermarks(topic, p.id(), ADMIN_TIMEOUT).map_err(err)?;
-        if high > low {
-            left.insert(p.id(), (low, high));
-            tpl.add_partition_offset(topic, p.id(), Offset::Offset(low)).map_err(err)?;
+        let start = from.get(&p.id()).copied().unwrap_or(low).max(low);
+        if high > start {
+            left.insert(p.id(), (start, high));
+            tpl.add_partition_offset(topic, p.id(), Offset::Offset(start)).map_err(err)?;
         }
     }
     if left.is_empty() {
-        return Ok(out);
+        return Ok(true);
     }
     consumer.assign(&tpl).map_err(err)?;
     let mut progress = Instant::now();
@@ -153,9 +223,18 @@ pub fn read_all(kafka: &KafkaArgs, topic: &str) -> Result<DeadLetters, DlqError>
                 let p = m.partition();
                 let Some(&(_, high)) = left.get(&p) else { continue };
                 if m.offset() < high {
-                    let headers: Vec<(&str, Option<&[u8]>)> =
-                        m.headers().map(|h| h.iter().map(|h| (h.key, h.value)).collect()).unwrap_or_default();
-                    out.add(m.key(), m.payload(), &headers, &format!("{p}:{}", m.offset()));
+                    let headers = m
+                        .headers()
+                        .map(|h| h.iter().map(|h| (h.key.to_string(), h.value.map(<[u8]>::to_vec))).collect())
+                        .unwrap_or_default();
+                    each(Record {
+                        partition: p,
+                        offset: m.offset(),
+                        timestamp: m.timestamp().to_millis(),
+                        key: m.key().map(<[u8]>::to_vec),
+                        payload: m.payload().map(<[u8]>::to_vec),
+                        headers,
+                    });
                 }
                 if m.offset() + 1 >= high {
                     left.remove(&p);
@@ -165,7 +244,7 @@ pub fn read_all(kafka: &KafkaArgs, topic: &str) -> Result<DeadLetters, DlqError>
             }
         }
     }
-    Ok(out)
+    Ok(true)
 }
 
 /// A group id no one else uses (the group never commits; librdkafka wants one anyway).

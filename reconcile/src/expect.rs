@@ -94,7 +94,7 @@ fn locate(summary: &Path, log: &Path) -> Option<PathBuf> {
 
 impl IdSource {
     /// Streams every expected id into `sink`; returns the ids read per class.
-    pub fn load(&self, mut sink: impl FnMut(&str, Expect)) -> Result<LogCounts, InputError> {
+    pub fn load(&self, mut sink: impl FnMut(&str, Expect, Option<u64>)) -> Result<LogCounts, InputError> {
         match self {
             IdSource::K6Log { path, run, summary } => {
                 let counts = idlog::read_k6_log(path, run, sink)?;
@@ -170,11 +170,11 @@ mod tests {
         );
         let Expected::Ids(src) = from_file(&p).unwrap() else { panic!("ids expected") };
         let mut got = Vec::new();
-        let counts = src.load(|id, e| got.push((id.to_string(), e))).unwrap();
+        let counts = src.load(|id, e, _| got.push((id.to_string(), e))).unwrap();
         assert_eq!(counts, LogCounts { accepted: 1, uncertain: 1, refused: 0 });
         assert_eq!(got, [("a".to_string(), Expect::Accepted), ("u".to_string(), Expect::Uncertain)]);
         let lying = file("lying.json", r#"{"accepted": 5, "ids": {"file": "run.ids", "run": "r9"}}"#);
         let Expected::Ids(src) = from_file(&lying).unwrap() else { panic!("ids expected") };
-        assert!(src.load(|_, _| {}).unwrap_err().to_string().contains("summary says"));
+        assert!(src.load(|_, _, _| {}).unwrap_err().to_string().contains("summary says"));
     }
 }

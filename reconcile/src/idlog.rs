@@ -1,5 +1,9 @@
 //! Id files: the k6 id log (see k6/lib/ids.js) and plain lists of ids, one per line.
 //!
+//! An id may carry the digest of the content the client sent, as `id:digest` (16 hex digits,
+//! `pipeline_common::digest::sent`): reconcile then checks that the stores hold what was sent,
+//! not only that they agree with each other.
+//!
 //! The k6 log is the console output of a k6 run, which k6 appends to: the lines of one run sit
 //! between `k6ids RUN <run>` and `k6ids END <run> A=<n> U=<n> R=<n>`, and only that section is
 //! read. A missing END (k6 did not finish), a count that disagrees with END, or another run's
@@ -49,6 +53,17 @@ fn for_each_line(path: &Path, mut f: impl FnMut(&str) -> Result<bool, InputError
     }
 }
 
+/// An id and the digest of what was sent with it, when the token carries one (`id:digest`).
+pub fn split_token(token: &str) -> Result<(&str, Option<u64>), String> {
+    match token.split_once(':') {
+        None => Ok((token, None)),
+        Some((id, hex)) => match u64::from_str_radix(hex, 16) {
+            Ok(d) if hex.len() == 16 && !id.is_empty() => Ok((id, Some(d))),
+            _ => Err(format!("`{token}` is not an id with a 16-hex-digit digest")),
+        },
+    }
+}
+
 /// The tagged part of a log line (`A id id`, `RUN x`), without k6's wrapping.
 fn tagged(line: &str) -> Option<&str> {
     let at = line.find(MARK)?;
@@ -82,7 +97,11 @@ pub fn runs(path: &Path) -> Result<Vec<String>, InputError> {
 }
 
 /// Reads the section of `run` from a k6 log, giving each id to `sink`.
-pub fn read_k6_log(path: &Path, run: &str, mut sink: impl FnMut(&str, Expect)) -> Result<LogCounts, InputError> {
+pub fn read_k6_log(
+    path: &Path,
+    run: &str,
+    mut sink: impl FnMut(&str, Expect, Option<u64>),
+) -> Result<LogCounts, InputError> {
     let bad = |detail: String| InputError::invalid(path, detail);
     let (mut started, mut ended) = (false, None::<LogCounts>);
     let mut counts = LogCounts::default();
@@ -104,8 +123,9 @@ pub fn read_k6_log(path: &Path, run: &str, mut sink: impl FnMut(&str, Expect)) -
                     "U" => (Expect::Uncertain, &mut counts.uncertain),
                     _ => (Expect::Refused, &mut counts.refused),
                 };
-                for id in std::iter::once(first).chain(words) {
-                    sink(id, e);
+                for token in std::iter::once(first).chain(words) {
+                    let (id, sent) = split_token(token).map_err(bad)?;
+                    sink(id, e, sent);
                     *n += 1;
                 }
             }
@@ -139,8 +159,9 @@ fn end_counts<'a>(words: impl Iterator<Item = &'a str>) -> Result<LogCounts, Str
     Ok(c)
 }
 
-/// Reads a plain id file (one id per line, blank lines ignored) as ids of class `e`.
-pub fn read_plain(path: &Path, e: Expect, mut sink: impl FnMut(&str, Expect)) -> Result<u64, InputError> {
+/// Reads a plain id file (one id per line, optionally `id:digest`, blank lines ignored) as ids of
+/// class `e`.
+pub fn read_plain(path: &Path, e: Expect, mut sink: impl FnMut(&str, Expect, Option<u64>)) -> Result<u64, InputError> {
     let (mut n, mut at) = (0, 0);
     for_each_line(path, |line| {
         at += 1;
@@ -151,7 +172,8 @@ pub fn read_plain(path: &Path, e: Expect, mut sink: impl FnMut(&str, Expect)) ->
         if id.contains(char::is_whitespace) {
             return Err(InputError::invalid(path, format!("line {at}: `{id}` is not one id")));
         }
-        sink(id, e);
+        let (id, sent) = split_token(id).map_err(|d| InputError::invalid(path, format!("line {at}: {d}")))?;
+        sink(id, e, sent);
         n += 1;
         Ok(true)
     })?;
@@ -171,7 +193,7 @@ mod tests {
 
     fn read(p: &Path, run: &str) -> Result<HashMap<String, Expect>, InputError> {
         let mut m = HashMap::new();
-        read_k6_log(p, run, |id, e| {
+        read_k6_log(p, run, |id, e, _| {
             m.insert(id.to_string(), e);
         })?;
         Ok(m)
@@ -210,10 +232,16 @@ mod tests {
     fn plain_files_are_one_id_per_line() {
         let p = file("plain", "a\n\n b \n");
         let mut ids = Vec::new();
-        assert_eq!(read_plain(&p, Expect::Uncertain, |id, _| ids.push(id.to_string())).unwrap(), 2);
+        assert_eq!(read_plain(&p, Expect::Uncertain, |id, _, _| ids.push(id.to_string())).unwrap(), 2);
         assert_eq!(ids, ["a", "b"]);
         assert!(!is_k6_log(&p).unwrap());
         let p = file("notplain", "a b\n");
-        assert!(read_plain(&p, Expect::Accepted, |_, _| {}).is_err());
+        assert!(read_plain(&p, Expect::Accepted, |_, _, _| {}).is_err());
+        let p = file("digests", "a:00000000000000ff\nb\n");
+        let mut got = Vec::new();
+        read_plain(&p, Expect::Accepted, |id, _, d| got.push((id.to_string(), d))).unwrap();
+        assert_eq!(got, [("a".to_string(), Some(255)), ("b".to_string(), None)]);
+        let p = file("baddigest", "a:xyz\n");
+        assert!(read_plain(&p, Expect::Accepted, |_, _, _| {}).is_err());
     }
 }

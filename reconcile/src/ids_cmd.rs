@@ -25,7 +25,7 @@ pub fn run(file: &Path, write: Option<&Path>, as_json: bool) -> Result<(), Input
         }
     };
     let counts = match write {
-        None => src.load(|_, _| {})?,
+        None => src.load(|_, _, _| {})?,
         Some(prefix) => write_plain(&src, prefix)?,
     };
     print(&src, counts, write, as_json);
@@ -40,10 +40,14 @@ fn write_plain(src: &IdSource, prefix: &Path) -> Result<LogCounts, InputError> {
         out.push(BufWriter::new(f));
     }
     let mut failed: Option<(usize, std::io::Error)> = None;
-    let counts = src.load(|id, e| {
+    let counts = src.load(|id, e, sent| {
         let Some(i) = files.iter().position(|(x, _)| *x == e) else { return };
         if failed.is_none() {
-            if let Err(err) = writeln!(out[i], "{id}") {
+            let written = match sent {
+                Some(d) => writeln!(out[i], "{id}:{}", pipeline_common::digest::hex(d)),
+                None => writeln!(out[i], "{id}"),
+            };
+            if let Err(err) = written {
                 failed = Some((i, err));
             }
         }

@@ -8,12 +8,16 @@ mod check;
 mod class;
 mod classify;
 mod cli;
+mod content;
 mod dlq;
+mod dlq_list;
 mod drain;
 mod expect;
 mod idlog;
 mod ids_cmd;
 mod patient;
+mod repair;
+mod replay;
 mod report;
 mod tally;
 mod totals;
@@ -42,6 +46,7 @@ enum Plan {
     Ids(IdSource),
     StoresOnly,
     Reset,
+    Repair(repair::Options),
 }
 
 #[tokio::main]
@@ -86,7 +91,13 @@ fn plan(cmd: &Cmd) -> anyhow::Result<Plan> {
              an id missing from every store is invisible. --stores-only compares the stores with each other only"
         ),
         Cmd::Reset => Plan::Reset,
-        Cmd::Ids { .. } => anyhow::bail!("internal: `ids` has no plan"),
+        Cmd::Repair { dry_run, stores, delete_extra, batch } => Plan::Repair(repair::Options {
+            stores: if stores.is_empty() { StoreKind::ALL.to_vec() } else { stores.clone() },
+            dry_run: *dry_run,
+            delete_extra: *delete_extra,
+            batch: *batch,
+        }),
+        Cmd::Ids { .. } | Cmd::Dlq { .. } => anyhow::bail!("internal: this command has no plan"),
     })
 }
 
@@ -96,6 +107,9 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             Ok(()) => 0,
             Err(e) => bad_input(&e.into(), cli.json),
         });
+    }
+    if let Cmd::Dlq { cmd } = &cli.cmd {
+        return dlq_command(&cli, cmd).await;
     }
     let plan = match plan(&cli.cmd) {
         Ok(p) => p,
@@ -120,6 +134,12 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         return totals::reset(&stores, cli.json).await;
     }
+    if let Plan::Repair(opts) = &plan {
+        if let Err(code) = drained(&cli, &stores).await? {
+            return Ok(code);
+        }
+        return repair::run(&stores, opts, cli.json).await;
+    }
     let counts = match drained(&cli, &stores).await? {
         Ok(c) => c,
         Err(code) => return Ok(code),
@@ -134,6 +154,22 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
     report.counts = Some(counts);
     report.print(cli.json);
     Ok(if report.is_clean() { 0 } else { MISMATCH })
+}
+
+async fn dlq_command(cli: &Cli, cmd: &cli::DlqCmd) -> anyhow::Result<u8> {
+    match cmd {
+        cli::DlqCmd::List { limit } => {
+            let (k, t, limit, json) = (cli.kafka.clone(), cli.dlq_topic.clone(), *limit, cli.json);
+            tokio::task::spawn_blocking(move || dlq_list::run(&k, &t, limit, json)).await?
+        }
+        cli::DlqCmd::Replay { dry_run } => {
+            let stores = pipeline_stores::connect(&cli.stores, &StoreKind::ALL).await?;
+            for s in &stores {
+                s.prepare().await?;
+            }
+            replay::run(&cli.kafka, &cli.dlq_topic, &stores, *dry_run, cli.json).await
+        }
+    }
 }
 
 fn bad_input(e: &anyhow::Error, as_json: bool) -> u8 {

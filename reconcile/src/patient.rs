@@ -5,7 +5,9 @@
 //! because one id-listing search got a 429.
 
 use backon::{ExponentialBuilder, Retryable};
-use pipeline_stores::{Store, StoreError, StoredId};
+use pipeline_common::Message;
+use pipeline_stores::isolate::{write_isolating, PartError};
+use pipeline_stores::{Audited, Overwrite, Rejected, Store, StoreError};
 use std::future::Future;
 use std::time::Duration;
 
@@ -29,9 +31,31 @@ where
         .await
 }
 
-/// Every id the store holds.
-pub async fn ids(store: &dyn Store) -> Result<Vec<StoredId>, StoreError> {
-    again(store, "ids", || store.ids()).await
+/// Every message the store holds, fingerprinted.
+pub async fn audit(store: &dyn Store) -> Result<Vec<Audited>, StoreError> {
+    again(store, "audit", || store.audit()).await
+}
+
+/// Writes `msgs` under the version rule `overwrite`, asking again while the store's errors are
+/// transient and isolating the records it refuses for good (returned, with the reason), the
+/// writer's own rule (`pipeline_stores::isolate`). A store that stays down fails the write.
+pub async fn write(store: &dyn Store, msgs: &[Message], overwrite: Overwrite) -> Result<Vec<Rejected>, StoreError> {
+    let attempt = |part: &[Message]| {
+        let part = part.to_vec();
+        async move {
+            match again(store, "write", || store.write(&part, overwrite)).await {
+                Ok(rejected) => Ok(rejected),
+                Err(e) if e.transient => Err(PartError::Fatal(e)),
+                Err(e) => Err(PartError::Refused(e.message)),
+            }
+        }
+    };
+    write_isolating(msgs, attempt, || {}).await
+}
+
+/// The messages the store holds under `ids`.
+pub async fn fetch(store: &dyn Store, ids: &[String]) -> Result<Vec<Message>, StoreError> {
+    again(store, "fetch", || store.fetch(ids)).await
 }
 
 /// How many records the store holds.
@@ -43,8 +67,7 @@ pub async fn count(store: &dyn Store) -> Result<u64, StoreError> {
 mod tests {
     use super::*;
     use async_trait::async_trait;
-    use pipeline_common::Message;
-    use pipeline_stores::{Rejected, StoreKind};
+    use pipeline_stores::StoreKind;
     use std::sync::atomic::{AtomicU32, Ordering};
 
     /// Fails its first `fail` reads with the given kind of error, then answers.
@@ -73,14 +96,20 @@ mod tests {
         async fn prepare(&self) -> Result<(), StoreError> {
             Ok(())
         }
-        async fn write(&self, _: &[Message]) -> Result<Vec<Rejected>, StoreError> {
+        async fn write(&self, _: &[Message], _: Overwrite) -> Result<Vec<Rejected>, StoreError> {
             Ok(Vec::new())
         }
         async fn count(&self) -> Result<u64, StoreError> {
             self.read().map(|_| 7)
         }
-        async fn ids(&self) -> Result<Vec<StoredId>, StoreError> {
-            self.read().map(|_| vec![StoredId { id: "a".into(), place: None }])
+        async fn audit(&self) -> Result<Vec<Audited>, StoreError> {
+            self.read().map(|_| vec![Audited { id: "a".into(), place: None, digest: None }])
+        }
+        async fn fetch(&self, _: &[String]) -> Result<Vec<Message>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn delete(&self, _: &[String]) -> Result<(), StoreError> {
+            Ok(())
         }
         async fn reset(&self) -> Result<(), StoreError> {
             Ok(())
@@ -90,7 +119,7 @@ mod tests {
     #[tokio::test]
     async fn a_transient_refusal_is_asked_again() {
         let s = Flaky { fail: 2, transient: true, calls: AtomicU32::new(0) };
-        assert_eq!(ids(&s).await.expect("third time").len(), 1);
+        assert_eq!(audit(&s).await.expect("third time").len(), 1);
         assert_eq!(s.calls.load(Ordering::SeqCst), 3);
         let s = Flaky { fail: 1, transient: true, calls: AtomicU32::new(0) };
         assert_eq!(count(&s).await.expect("second time"), 7);
@@ -99,7 +128,7 @@ mod tests {
     #[tokio::test]
     async fn a_permanent_error_fails_at_once() {
         let s = Flaky { fail: 1, transient: false, calls: AtomicU32::new(0) };
-        assert!(ids(&s).await.is_err());
+        assert!(audit(&s).await.is_err());
         assert_eq!(s.calls.load(Ordering::SeqCst), 1);
     }
 }

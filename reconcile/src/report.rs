@@ -2,8 +2,10 @@
 //! and examples, the dead-letter topic read, and the verdict.
 //!
 //! The level is always stated, because "OK" means something different at each: `ids` (the sets
-//! were compared), `totals` (only counts were; an extra can hide a loss) and `stores-only` (the
-//! stores agree with each other; nothing was compared with what was injected).
+//! were compared, and every store's content with MySQL's and, where the client logged digests,
+//! with what it sent), `totals` (only counts were; an extra can hide a loss) and `stores-only`
+//! (the stores agree with each other, ids and content; nothing was compared with what was
+//! injected).
 
 use crate::class::Class;
 use crate::classify::Classes;
@@ -37,10 +39,14 @@ pub struct Report {
     pub dlq_topic: String,
     pub dlq_absent: bool,
     pub dlq_records: u64,
+    /// Dead letters `reconcile dlq replay` wrote back (not counted as dead letters).
+    pub dlq_replayed: u64,
     /// Store counts at drain, when the caller has them.
     pub counts: Option<Counts>,
     /// Seconds per phase of the check (reading each store, the dead letters, classifying).
     pub timings: Vec<(String, f64)>,
+    /// Ids whose stored content was compared with the digest the client logged of it.
+    pub sent_checked: u64,
 }
 
 impl Report {
@@ -59,8 +65,10 @@ impl Report {
             dlq_topic: dead.topic.clone(),
             dlq_absent: dead.absent,
             dlq_records: dead.records,
+            dlq_replayed: dead.replayed,
             counts: None,
             timings: Vec::new(),
+            sent_checked: 0,
         }
     }
 
@@ -72,16 +80,27 @@ impl Report {
         let failing: Vec<String> =
             self.classes.iter().filter(|(_, c)| c.fails()).map(|(k, c)| format!("{k} {}", c.total)).collect();
         match (self.level, failing.is_empty()) {
-            (Level::Ids, true) => "OK (checked at id level): every accepted id is in every store exactly once, in its \
-                                   place, and nothing else is stored but uncertain ids"
-                .into(),
-            (Level::Ids, false) => format!("MISMATCH (checked at id level): {}", failing.join(", ")),
-            (Level::StoresOnly, true) => "STORES AGREE (stores-only: NOT checked against what was injected; an id \
-                                          missing from every store is invisible)"
+            (Level::Ids, true) => format!(
+                "OK (checked at id level and content): every accepted id is in every store exactly once, in its \
+                 place, with the same content in each{}, and nothing else is stored but uncertain ids",
+                self.sent_note()
+            ),
+            (Level::Ids, false) => format!("MISMATCH (checked at id level and content): {}", failing.join(", ")),
+            (Level::StoresOnly, true) => "STORES AGREE on ids and content (stores-only: NOT checked against what was \
+                                          injected; an id missing from every store is invisible)"
                 .into(),
             (Level::StoresOnly, false) => {
                 format!("STORES DISAGREE (stores-only: NOT checked against what was injected): {}", failing.join(", "))
             }
+        }
+    }
+
+    /// How much of the content was checked against what the client sent.
+    fn sent_note(&self) -> String {
+        match (self.sent_checked, self.expected.map_or(0, |e| e.accepted + e.uncertain)) {
+            (0, _) => " (the id log carries no digests: content compared between stores only)".into(),
+            (n, all) if n >= all => " and as sent".into(),
+            (n, all) => format!(" and as sent for the {n} of {all} ids with a digest"),
         }
     }
 
@@ -91,7 +110,11 @@ impl Report {
             .iter()
             .map(|(k, c)| {
                 let ex: Vec<&str> = c.examples().collect();
-                (k.clone(), json!({ "total": c.total, "examples": ex, "failure": c.severity == crate::class::Severity::Failure }))
+                let mut v = json!({ "total": c.total, "examples": ex, "failure": c.severity == crate::class::Severity::Failure });
+                if !c.fields.is_empty() {
+                    v["fields"] = json!(c.fields);
+                }
+                (k.clone(), v)
             })
             .collect();
         let clean = self.is_clean();
@@ -99,7 +122,8 @@ impl Report {
             "check": self.level.name(),
             "source": self.source,
             "expected": self.expected,
-            "dead_letters": { "topic": self.dlq_topic, "absent": self.dlq_absent, "records": self.dlq_records },
+            "content": { "compared": true, "checked_against_sent": self.sent_checked },
+            "dead_letters": { "topic": self.dlq_topic, "absent": self.dlq_absent, "records": self.dlq_records, "replayed": self.dlq_replayed },
             "classes": classes,
             "clean": clean,
             "ok": clean,
@@ -131,7 +155,10 @@ impl Report {
         if self.dlq_absent {
             println!("dead-letter topic {}: absent (no dead letters)", self.dlq_topic);
         } else {
-            println!("dead-letter topic {}: {} records read", self.dlq_topic, self.dlq_records);
+            println!(
+                "dead-letter topic {}: {} records read, {} more replayed",
+                self.dlq_topic, self.dlq_records, self.dlq_replayed
+            );
         }
         if !self.timings.is_empty() {
             let t: Vec<String> = self.timings.iter().map(|(k, s)| format!("{k} {s:.1} s")).collect();
@@ -139,7 +166,9 @@ impl Report {
         }
         for (name, c) in self.classes.iter().filter(|(_, c)| c.total > 0) {
             let tag = if c.fails() { "" } else { " (information)" };
-            println!("{name}: {}{tag}", c.total);
+            let fields: Vec<String> = c.fields.iter().map(|(f, n)| format!("{f} {n}")).collect();
+            let fields = if fields.is_empty() { String::new() } else { format!(" (fields: {})", fields.join(", ")) };
+            println!("{name}: {}{tag}{fields}", c.total);
             for ex in c.examples() {
                 println!("  {ex}");
             }

@@ -1,15 +1,34 @@
 //! The id table behind every id-level check: for each id, what the client was told about it and
-//! how many times each store holds it.
+//! sent, how many times each store holds it, and whether each store holds the same content.
 //!
 //! Memory is one map entry per id (the id and a row number) plus one dense row of bytes per id:
 //! the expectation, then a hold count per store. The row width follows the number of stores, so
 //! a fifth store costs one byte per id instead of overflowing a bitmask, and counts (not bits)
 //! see an id a store holds twice whatever the store.
+//!
+//! Content is checked as the stores stream in, so no store's content is held beside another's:
+//! the reference store (MySQL, the system of record, first in registry order) leaves its
+//! fingerprint per id (48 bytes); every store after it is compared with that on arrival, and
+//! every store with the digest the client logged of what it sent, when it logged one.
 
 use crate::class::{Class, Severity};
+use pipeline_common::digest::Digest;
 use pipeline_common::message::{shard_of, shard_table, SHARDS};
-use pipeline_stores::{StoreKind, StoredId};
+use pipeline_stores::{Audited, StoreKind};
 use std::collections::HashMap;
+
+/// The store every other is compared with.
+pub const REFERENCE: StoreKind = StoreKind::Mysql;
+
+/// What the client logged of an id's content: nothing, one digest, or several different ones
+/// (the id was posted again with other content: which one is the last is the stores' version
+/// rule, which the log cannot tell, so such an id is compared between stores only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sent {
+    Unknown,
+    One(u64),
+    Several,
+}
 
 /// What the client learned about an id. Ordered: when a log names an id twice, the stronger
 /// answer wins (accepted over uncertain over refused).
@@ -41,8 +60,18 @@ pub struct Tally {
     index: HashMap<Box<str>, u32>,
     /// Row `i` is `rows[i * stride .. (i + 1) * stride]`: expectation, then one count per store.
     rows: Vec<u8>,
+    /// Per row: the digest the client logged of what it sent.
+    sent: Vec<Sent>,
+    /// Per row: the reference store's fingerprint (of the copy in its own shard table).
+    reference: Vec<Option<Digest>>,
     /// Per store: rows held in a place other than the id's own (the MySQL shard table).
     misplaced: Vec<Class>,
+    /// Per store: ids whose content differs from the reference store's, or cannot be read.
+    mismatched: Vec<Class>,
+    /// Per store: ids whose content is not what the client sent.
+    not_sent: Vec<Class>,
+    /// Ids whose content was compared with what the client sent, in at least one store.
+    pub sent_checked: u64,
     /// The shard table names, made once rather than once per row.
     tables: Vec<String>,
 }
@@ -61,7 +90,12 @@ impl Tally {
             stores: stores.to_vec(),
             index: HashMap::new(),
             rows: Vec::new(),
+            sent: Vec::new(),
+            reference: Vec::new(),
             misplaced: stores.iter().map(|_| Class::new(Severity::Failure)).collect(),
+            mismatched: stores.iter().map(|_| Class::new(Severity::Failure)).collect(),
+            not_sent: stores.iter().map(|_| Class::new(Severity::Failure)).collect(),
+            sent_checked: 0,
             tables: (0..SHARDS).map(shard_table).collect(),
         }
     }
@@ -78,6 +112,8 @@ impl Tally {
     pub fn reserve(&mut self, n: usize) {
         self.index.reserve(n);
         self.rows.reserve(n * self.stride());
+        self.sent.reserve(n);
+        self.reference.reserve(n);
     }
 
     pub fn len(&self) -> usize {
@@ -91,28 +127,92 @@ impl Tally {
         let i = self.index.len();
         self.index.insert(id.into(), i as u32);
         self.rows.resize(self.rows.len() + self.stride(), 0);
+        self.sent.push(Sent::Unknown);
+        self.reference.push(None);
         i
     }
 
-    /// Records what the client was told about `id`.
-    pub fn expect(&mut self, id: &str, e: Expect) {
-        let at = self.row_of(id) * self.stride();
+    /// Records what the client was told about `id`, and the digest of what it sent if logged.
+    pub fn expect(&mut self, id: &str, e: Expect, sent: Option<u64>) {
+        let row = self.row_of(id);
+        let at = row * self.stride();
         self.rows[at] = self.rows[at].max(e as u8);
+        // Only what a store may hold counts: a refused request's content was never written.
+        if let (Some(d), Expect::Accepted | Expect::Uncertain) = (sent, e) {
+            self.sent[row] = match self.sent[row] {
+                Sent::Unknown => Sent::One(d),
+                Sent::One(prev) if prev == d => Sent::One(d),
+                _ => Sent::Several,
+            };
+        }
     }
 
-    /// Records every id store number `store` holds, and where.
-    pub fn add_store(&mut self, store: usize, ids: Vec<StoredId>) {
+    /// Records every message store number `store` holds: where, and its content against the
+    /// reference store's (which must have been added first) and against what was sent.
+    pub fn add_store(&mut self, store: usize, held: Vec<Audited>) {
         let stride = self.stride();
-        for sid in ids {
-            if let Some(place) = &sid.place {
-                let own = &self.tables[shard_of(&sid.id) as usize];
-                if place != own {
-                    self.misplaced[store].add_with(&sid.id, || format!("{} in {place}", sid.id));
+        let kind = self.stores[store];
+        let is_reference = kind == REFERENCE;
+        for a in held {
+            if let Some(place) = a.place {
+                if place != shard_of(&a.id) {
+                    let table = self.tables.get(place as usize).cloned().unwrap_or_else(|| place.to_string());
+                    self.misplaced[store].add_with(&a.id, || format!("{} in {table}", a.id));
                 }
             }
-            let at = self.row_of(&sid.id) * stride + 1 + store;
+            let row = self.row_of(&a.id);
+            let at = row * stride + 1 + store;
             self.rows[at] = self.rows[at].saturating_add(1);
+            let Some(digest) = a.digest else {
+                self.mismatched[store].add_fields(&a.id, &["unreadable"], || format!("{}: not a message", a.id));
+                continue;
+            };
+            if is_reference {
+                // The copy in its own shard table is the one MySQL reads by id; a misplaced copy
+                // is reported as such.
+                if a.place.is_none_or(|p| p == shard_of(&a.id)) {
+                    self.reference[row] = Some(digest);
+                }
+            } else if let Some(reference) = self.reference[row] {
+                let fields = reference.differences(&digest);
+                if !fields.is_empty() {
+                    self.mismatched[store].add_fields(&a.id, &fields, || {
+                        format!(
+                            "{}: {} differ (mysql version {}, {kind} version {})",
+                            a.id,
+                            fields.join(", "),
+                            reference.version,
+                            digest.version
+                        )
+                    });
+                }
+            }
+            if let Sent::One(sent) = self.sent[row] {
+                if is_reference {
+                    self.sent_checked += 1;
+                }
+                if sent != digest.sent {
+                    self.not_sent[store].add_with(&a.id, || {
+                        format!(
+                            "{}: holds {}, the client sent {}",
+                            a.id,
+                            pipeline_common::digest::hex(digest.sent),
+                            pipeline_common::digest::hex(sent)
+                        )
+                    });
+                }
+            }
         }
+    }
+
+    /// Ids whose content in store number `store` differs from the reference store's.
+    pub fn mismatched(&self, store: usize) -> &Class {
+        &self.mismatched[store]
+    }
+
+    /// Ids whose content in store number `store` is not what the client sent.
+    pub fn not_sent(&self, store: usize) -> &Class {
+        &self.not_sent[store]
     }
 
     /// The expectation recorded for `id` (`None` if neither the client nor a store named it).
@@ -139,19 +239,65 @@ impl Tally {
 mod tests {
     use super::*;
 
-    fn sid(id: &str, place: Option<&str>) -> StoredId {
-        StoredId { id: id.into(), place: place.map(String::from) }
+    fn sid(id: &str, place: Option<u32>) -> Audited {
+        Audited { id: id.into(), place, digest: Some(fp("body", 1)) }
+    }
+
+    fn fp(body: &str, version: u64) -> Digest {
+        let stored = pipeline_common::digest::Stored {
+            sender: "a",
+            recipient: "b",
+            body,
+            sent_at: time::macros::datetime!(2026-12-01 00:00 UTC),
+            version,
+        };
+        Digest::of(stored)
+    }
+
+    #[test]
+    fn content_is_compared_with_the_reference_and_with_what_was_sent() {
+        let mut t = Tally::new(&StoreKind::ALL);
+        let sent = fp("body", 1).sent;
+        t.expect("same", Expect::Accepted, Some(sent));
+        t.expect("changed", Expect::Accepted, Some(sent));
+        t.expect("twice", Expect::Accepted, Some(sent));
+        t.expect("twice", Expect::Accepted, Some(fp("other", 2).sent));
+        t.expect("refused", Expect::Refused, Some(fp("never", 1).sent));
+        let all = |body: &str, v: u64| {
+            ["same", "changed", "twice", "refused"]
+                .iter()
+                .map(|id| Audited { id: id.to_string(), place: None, digest: Some(fp(body, v)) })
+                .collect::<Vec<_>>()
+        };
+        t.add_store(0, all("body", 1));
+        let mut redis = all("body", 1);
+        redis[1].digest = Some(fp("bodY", 2));
+        redis[2].digest = None;
+        t.add_store(1, redis);
+        t.add_store(2, all("body", 1));
+        assert_eq!(t.mismatched(0).total + t.mismatched(2).total, 0);
+        assert_eq!(t.mismatched(1).total, 2, "changed and unreadable");
+        assert_eq!(t.mismatched(1).fields.get("body"), Some(&1));
+        assert_eq!(t.mismatched(1).fields.get("version"), Some(&1));
+        assert_eq!(t.mismatched(1).fields.get("unreadable"), Some(&1));
+        assert_eq!(t.not_sent(1).total, 1, "changed: not what was sent");
+        assert_eq!(
+            t.not_sent(0).total,
+            0,
+            "twice has two digests: compared between stores only; refused: never stored content"
+        );
+        assert_eq!(t.sent_checked, 2, "same and changed");
     }
 
     #[test]
     fn counts_holds_per_store_and_keeps_the_strongest_expectation() {
         let mut t = Tally::new(&StoreKind::ALL);
-        t.expect("a", Expect::Uncertain);
-        t.expect("a", Expect::Accepted);
-        t.expect("a", Expect::Refused);
-        let a = shard_table(shard_of("a"));
+        t.expect("a", Expect::Uncertain, None);
+        t.expect("a", Expect::Accepted, None);
+        t.expect("a", Expect::Refused, None);
+        let a = shard_of("a");
         let wrong = shard_table((shard_of("a") + 1) % 16);
-        t.add_store(0, vec![sid("a", Some(&a)), sid("a", Some(&wrong))]);
+        t.add_store(0, vec![sid("a", Some(a)), sid("a", Some((a + 1) % 16))]);
         t.add_store(2, vec![sid("b", None)]);
         assert_eq!(t.expect_of("a"), Some(Expect::Accepted));
         assert_eq!(t.expect_of("b"), Some(Expect::Unknown));

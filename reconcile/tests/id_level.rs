@@ -52,7 +52,7 @@ fn k6_run(ns: &Namespace, accepted: &[&str], uncertain: &[&str], refused: &[&str
 
 async fn write_all(stores: &[Arc<dyn Store>], msgs: &[Message], only: impl Fn(StoreKind) -> bool) {
     for s in stores.iter().filter(|s| only(s.kind())) {
-        s.write(msgs).await.unwrap();
+        s.write(msgs, pipeline_stores::Overwrite::Older).await.unwrap();
     }
 }
 

@@ -41,11 +41,17 @@ async fn seeded_gaps_are_reported_exactly_and_reset_empties_everything() {
     let batch = messages(100, "g");
     for s in &stores {
         let part = if s.kind() == StoreKind::Es { &batch[..99] } else { &batch[..] };
-        s.write(part).await.unwrap();
+        s.write(part, pipeline_stores::Overwrite::Older).await.unwrap();
     }
     // An extra Redis key nobody injected.
     let extra = messages(1, "extra");
-    stores.iter().find(|s| s.kind() == StoreKind::Redis).unwrap().write(&extra).await.unwrap();
+    stores
+        .iter()
+        .find(|s| s.kind() == StoreKind::Redis)
+        .unwrap()
+        .write(&extra, pipeline_stores::Overwrite::Older)
+        .await
+        .unwrap();
     // One id copied into a second, wrong, shard table.
     let dup = &batch[0];
     let wrong = shard_table((shard_of(&dup.id) + 1) % 16);

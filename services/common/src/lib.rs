@@ -6,10 +6,12 @@
 
 pub mod catalog;
 pub mod config;
+pub mod digest;
 pub mod kafka;
 pub mod message;
 pub mod procstat;
 pub mod record;
 pub mod telemetry;
+pub mod version;
 
 pub use message::{Limits, Message, NewMessage};

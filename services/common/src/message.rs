@@ -47,9 +47,14 @@ pub struct Message {
     pub sender: String,
     pub recipient: String,
     pub body: String,
-    /// Always UTC and whole microseconds once it left the ingest (see [`normalize_sent_at`]).
+    /// Always UTC and whole milliseconds once it left the ingest (see [`normalize_sent_at`]).
     #[serde(with = "time::serde::rfc3339")]
     pub sent_at: OffsetDateTime,
+    /// When the ingest accepted it, as an order every store applies: of two messages with one
+    /// id, every store keeps the higher version ([`crate::version`]). 0 in records written by
+    /// an ingest older than versions.
+    #[serde(default)]
+    pub version: u64,
 }
 
 /// One field that failed validation, and why.
@@ -118,14 +123,15 @@ fn check_body(body: &str, limits: Limits, errors: &mut Vec<FieldError>) {
     }
 }
 
-/// The form every store receives: converted to UTC and truncated to whole microseconds
-/// (MySQL's `DATETIME(6)` precision). Truncating at the edge means the four stores hold the same
-/// instant, and a value like `9999-12-31T23:59:59.9999999Z` cannot be rounded up into year 10000
-/// by a server that rounds instead of truncating.
+/// The form every store receives: converted to UTC and truncated to whole milliseconds, the
+/// finest instant every store holds (MongoDB's BSON date and Elasticsearch's `date` keep
+/// milliseconds; MySQL's `DATETIME(6)` would keep microseconds). Truncating at the edge means the
+/// four stores hold the same instant, and a value like `9999-12-31T23:59:59.9999999Z` cannot be
+/// rounded up into year 10000 by a server that rounds instead of truncating.
 pub fn normalize_sent_at(t: OffsetDateTime) -> OffsetDateTime {
     let utc = t.to_offset(time::UtcOffset::UTC);
-    let micros = utc.nanosecond() / 1_000 * 1_000;
-    utc.replace_nanosecond(micros).unwrap_or(utc)
+    let millis = utc.nanosecond() / 1_000_000 * 1_000_000;
+    utc.replace_nanosecond(millis).unwrap_or(utc)
 }
 
 fn check_sent_at(t: OffsetDateTime, errors: &mut Vec<FieldError>) {
@@ -143,9 +149,10 @@ fn check_sent_at(t: OffsetDateTime, errors: &mut Vec<FieldError>) {
 }
 
 impl NewMessage {
-    /// Validates every field and fills what the server supplies (id, `sent_at`). Returns all
-    /// field errors at once, so a client can fix a request in one round trip.
-    pub fn into_message(self, limits: Limits, now: OffsetDateTime) -> Result<Message, Vec<FieldError>> {
+    /// Validates every field and fills what the server supplies (id, `sent_at`, and the
+    /// `version` the ingest stamped it with, [`crate::version::VersionClock`]). Returns all field
+    /// errors at once, so a client can fix a request in one round trip.
+    pub fn into_message(self, limits: Limits, now: OffsetDateTime, version: u64) -> Result<Message, Vec<FieldError>> {
         let mut errors = Vec::new();
         if let Some(id) = &self.id {
             check_id(id, &mut errors);
@@ -171,6 +178,7 @@ impl NewMessage {
                 recipient: self.recipient,
                 body: self.body,
                 sent_at,
+                version,
             }),
             _ => Err(errors),
         }
@@ -197,6 +205,9 @@ impl Message {
         check_name("recipient", &self.recipient, &mut errors);
         check_body(&self.body, limits, &mut errors);
         check_sent_at(self.sent_at, &mut errors);
+        if self.version >= crate::version::VERSION_LIMIT {
+            errors.push(FieldError { field: "version", reason: format!("must be below 10^18, got {}", self.version) });
+        }
         if errors.is_empty() {
             Ok(())
         } else {
@@ -268,10 +279,10 @@ mod tests {
     #[test]
     fn fills_id_and_sent_at() {
         let now = OffsetDateTime::now_utc();
-        let m = new("alice").into_message(Limits::default(), now).unwrap();
+        let m = new("alice").into_message(Limits::default(), now, 1).unwrap();
         assert_eq!(m.id.len(), 36);
-        assert_eq!(m.sent_at, normalize_sent_at(now), "the server time, in UTC whole microseconds");
-        let again = new("alice").into_message(Limits::default(), now).unwrap();
+        assert_eq!(m.sent_at, normalize_sent_at(now), "the server time, in UTC whole milliseconds");
+        let again = new("alice").into_message(Limits::default(), now, 1).unwrap();
         assert!(again.id > m.id, "ids are time ordered");
     }
 
@@ -284,14 +295,17 @@ mod tests {
             body: "x".repeat(10),
             sent_at: Some("yesterday".into()),
         };
-        let errs = bad.into_message(Limits { max_body_bytes: 5 }, OffsetDateTime::now_utc()).unwrap_err();
+        let errs = bad.into_message(Limits { max_body_bytes: 5 }, OffsetDateTime::now_utc(), 1).unwrap_err();
         let fields: Vec<_> = errs.iter().map(|e| e.field).collect();
         assert_eq!(fields, ["id", "sender", "recipient", "body", "sent_at"]);
     }
 
     fn at(sent_at: &str) -> Result<Message, Vec<FieldError>> {
-        NewMessage { sent_at: Some(sent_at.into()), ..new("alice") }
-            .into_message(Limits::default(), OffsetDateTime::now_utc())
+        NewMessage { sent_at: Some(sent_at.into()), ..new("alice") }.into_message(
+            Limits::default(),
+            OffsetDateTime::now_utc(),
+            7,
+        )
     }
 
     #[test]
@@ -305,14 +319,14 @@ mod tests {
         for good in ["1000-01-01T00:00:00Z", "9999-12-31T23:59:59.999999999Z", "1000-01-01T23:59:00+23:59"] {
             let m = at(good).unwrap_or_else(|e| panic!("{good}: {e:?}"));
             assert_eq!(m.sent_at.offset(), time::UtcOffset::UTC, "stored as UTC");
-            assert_eq!(m.sent_at.nanosecond() % 1000, 0, "whole microseconds");
+            assert_eq!(m.sent_at.nanosecond() % 1_000_000, 0, "whole milliseconds");
             assert!(SENT_AT_YEARS.contains(&m.sent_at.year()));
         }
         let m = at("2026-11-30T12:00:00.123456789+02:00").unwrap();
         assert_eq!(
             m.to_json(),
             format!(
-                r#"{{"id":"{}","sender":"alice","recipient":"bob","body":"hi","sent_at":"2026-11-30T10:00:00.123456Z"}}"#,
+                r#"{{"id":"{}","sender":"alice","recipient":"bob","body":"hi","sent_at":"2026-11-30T10:00:00.123Z","version":7}}"#,
                 m.id
             )
         );
@@ -335,7 +349,7 @@ mod tests {
 
     #[test]
     fn round_trips_through_json() {
-        let m = new("alice").into_message(Limits::default(), OffsetDateTime::now_utc()).unwrap();
+        let m = new("alice").into_message(Limits::default(), OffsetDateTime::now_utc(), 7).unwrap();
         let back = Message::decode(m.to_json().as_bytes(), Limits::default()).unwrap();
         assert_eq!(back, m);
         assert!(matches!(Message::decode(b"{}", Limits::default()), Err(DecodeError::Json(_))));

@@ -204,7 +204,7 @@ mod tests {
                     // depend on the clock (it failed in CI: 50 records, not 34).
                     sent_at: Some("2026-11-30T12:00:00.123456Z".into()),
                 };
-                new.into_message(Limits::default(), OffsetDateTime::now_utc()).expect("valid")
+                new.into_message(Limits::default(), OffsetDateTime::now_utc(), 1).expect("valid")
             })
             .collect()
     }

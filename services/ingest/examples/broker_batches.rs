@@ -50,7 +50,7 @@ fn record_payload(r: usize, per: usize, text: &str) -> anyhow::Result<Vec<u8>> {
                 body: text.to_string(),
                 sent_at: None,
             };
-            new.into_message(Limits::default(), now).map_err(|e| anyhow::anyhow!("{e:?}"))
+            new.into_message(Limits::default(), now, 1).map_err(|e| anyhow::anyhow!("{e:?}"))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut records = record::encode(&msgs, usize::MAX);

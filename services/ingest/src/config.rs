@@ -82,6 +82,11 @@ pub struct IngestConfig {
     /// `enable.idempotence` and `compression.type` are the pipeline's and cannot be changed here).
     #[arg(long, env = "INGEST_PRODUCER_OPTIONS", default_value = "", value_parser = producer_options)]
     pub producer_options: KafkaOptions,
+    /// This ingest's number in the versions it stamps on messages (0-255; random when unset).
+    /// Several ingests writing one topic need distinct numbers for two versions of an id never to
+    /// tie (`pipeline_common::version`, docs/trust.md "A re-used id").
+    #[arg(long, env = "INGEST_ID", value_parser = clap::value_parser!(u16).range(0..=i64::from(pipeline_common::version::MAX_INSTANCE)))]
+    pub ingest_id: Option<u16>,
     /// HTTP worker threads (0 = one per core).
     #[arg(long, env = "INGEST_WORKERS", default_value_t = 0)]
     pub workers: usize,

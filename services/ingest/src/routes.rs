@@ -23,6 +23,7 @@ use pipeline_common::catalog;
 use pipeline_common::message::{FieldError, Limits, Message, NewMessage};
 use pipeline_common::record;
 use pipeline_common::telemetry;
+use pipeline_common::version::VersionClock;
 use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::fmt;
@@ -189,14 +190,16 @@ pub async fn post_message(
     body: web::Payload,
     cfg: web::Data<IngestConfig>,
     ring: web::Data<WorkerRing>,
+    clock: web::Data<VersionClock>,
 ) -> Result<HttpResponse, ApiError> {
     let bytes = read_json_body(&req, body, cfg.max_message_request_bytes()).await?;
     let new: NewMessage = serde_json::from_slice(&bytes).map_err(json_error)?;
-    let msg = new.into_message(limits(&cfg), OffsetDateTime::now_utc()).map_err(|errs| {
+    let now = OffsetDateTime::now_utc();
+    let msg = new.into_message(limits(&cfg), now, clock.next(now)).map_err(|errs| {
         ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_message", Value::Array(field_errors(None, &errs)))
     })?;
     publish(&cfg, &ring, std::slice::from_ref(&msg)).await?;
-    Ok(HttpResponse::Accepted().json(json!({ "id": msg.id })))
+    Ok(HttpResponse::Accepted().json(json!({ "id": msg.id, "version": msg.version })))
 }
 
 pub async fn post_batch(
@@ -204,6 +207,7 @@ pub async fn post_batch(
     body: web::Payload,
     cfg: web::Data<IngestConfig>,
     ring: web::Data<WorkerRing>,
+    clock: web::Data<VersionClock>,
 ) -> Result<HttpResponse, ApiError> {
     let bytes = read_json_body(&req, body, cfg.max_request_bytes).await?;
     // A well-formed batch parses in one pass, straight into messages; only a bad one goes
@@ -211,30 +215,35 @@ pub async fn post_batch(
     // was 14 % of the ingest's CPU samples under batch load.)
     let msgs = match serde_json::from_slice::<Vec<NewMessage>>(&bytes) {
         Ok(items) if !items.is_empty() && items.len() <= cfg.max_batch => {
-            validate(&cfg, items.into_iter().map(Ok::<_, std::convert::Infallible>))
+            validate(&cfg, &clock, items.into_iter().map(Ok::<_, std::convert::Infallible>))
         }
         // Freed before the slow path builds its tree: a body of the largest size is not held
         // twice.
         parsed => {
             drop(parsed);
-            validate_each(&cfg, &bytes)
+            validate_each(&cfg, &clock, &bytes)
         }
     }?;
     publish(&cfg, &ring, &msgs).await?;
-    Ok(HttpResponse::Accepted().json(AcceptedBatch { ids: msgs.iter().map(|m| m.id.as_str()).collect() }))
+    let versions = msgs.iter().map(|m| m.version).collect();
+    Ok(HttpResponse::Accepted().json(AcceptedBatch { ids: msgs.iter().map(|m| m.id.as_str()).collect(), versions }))
 }
 
-/// A batch's 202 body, serialized straight from the ids (no JSON tree of copies per request).
+/// A batch's 202 body, serialized straight from the ids (no JSON tree of copies per request):
+/// the ids and, in the same order, the versions they were accepted as.
 #[derive(serde::Serialize)]
 struct AcceptedBatch<'a> {
     ids: Vec<&'a str>,
+    versions: Vec<u64>,
 }
 
 /// Validates a batch's items: all valid, or a 422 naming each bad item or field by index.
 // The large error is the HTTP answer itself, built at most once per bad request.
 #[allow(clippy::result_large_err)]
+/// Items are stamped in order, so a later item with the id of an earlier one is the newer version.
 fn validate<E: fmt::Display>(
     cfg: &IngestConfig,
+    clock: &VersionClock,
     items: impl ExactSizeIterator<Item = Result<NewMessage, E>>,
 ) -> Result<Vec<Message>, ApiError> {
     let now = OffsetDateTime::now_utc();
@@ -242,7 +251,7 @@ fn validate<E: fmt::Display>(
     for (i, item) in items.enumerate() {
         match item {
             Err(e) => bad.push(json!({ "index": i, "field": null, "reason": e.to_string() })),
-            Ok(new) => match new.into_message(limits(cfg), now) {
+            Ok(new) => match new.into_message(limits(cfg), now, clock.next(now)) {
                 Ok(m) => msgs.push(m),
                 Err(errs) => bad.extend(field_errors(Some(i), &errs)),
             },
@@ -257,7 +266,7 @@ fn validate<E: fmt::Display>(
 /// The slow path for a batch that did not parse as 1 to `max_batch` messages: says why, item by
 /// item.
 #[allow(clippy::result_large_err)] // as for `validate`
-fn validate_each(cfg: &IngestConfig, bytes: &[u8]) -> Result<Vec<Message>, ApiError> {
+fn validate_each(cfg: &IngestConfig, clock: &VersionClock, bytes: &[u8]) -> Result<Vec<Message>, ApiError> {
     let items: Vec<Value> = match serde_json::from_slice::<Value>(bytes).map_err(json_error)? {
         Value::Array(items) => items,
         _ => {
@@ -275,7 +284,7 @@ fn validate_each(cfg: &IngestConfig, bytes: &[u8]) -> Result<Vec<Message>, ApiEr
             format!("a batch holds 1 to {} messages, got {}", cfg.max_batch, items.len()),
         ));
     }
-    validate(cfg, items.into_iter().map(serde_json::from_value::<NewMessage>))
+    validate(cfg, clock, items.into_iter().map(serde_json::from_value::<NewMessage>))
 }
 
 pub async fn healthz() -> HttpResponse {

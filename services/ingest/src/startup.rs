@@ -10,6 +10,7 @@ use actix_web::{middleware, web, App, HttpServer};
 use anyhow::Context;
 use pipeline_common::kafka::ensure_topic;
 use pipeline_common::telemetry;
+use pipeline_common::version::{random_instance, VersionClock};
 use std::cell::RefCell;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
@@ -55,6 +56,9 @@ impl Application {
         let workers =
             if cfg.workers == 0 { std::thread::available_parallelism().map_or(2, |n| n.get()) } else { cfg.workers };
         let shutdown_grace = cfg.deadline() + Duration::from_secs(1);
+        let instance = cfg.ingest_id.unwrap_or_else(random_instance);
+        tracing::info!(ingest_id = instance, "stamping versions as this ingest");
+        let clock = web::Data::new(VersionClock::new(instance));
         let settings = web::Data::new(cfg);
         let worker_ring = ring.clone();
         let shared_publisher = web::Data::new(publisher.clone());
@@ -62,6 +66,7 @@ impl Application {
             App::new()
                 .wrap(middleware::from_fn(crate::telemetry_mw::record))
                 .app_data(settings.clone())
+                .app_data(clock.clone())
                 .app_data(shared_publisher.clone())
                 .app_data(web::Data::new(handle.clone()))
                 .app_data(web::Data::new(WorkerRing(RefCell::new(worker_ring.clone()))))

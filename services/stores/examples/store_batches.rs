@@ -35,7 +35,7 @@ async fn main() -> anyhow::Result<()> {
     let timed = stream::iter(msgs.chunks(size))
         .map(|batch| async move {
             let t = Instant::now();
-            let refused = store.write(batch).await?;
+            let refused = store.write(batch, pipeline_stores::Overwrite::Older).await?;
             anyhow::ensure!(refused.is_empty(), "{kind} refused {} records", refused.len());
             Ok(t.elapsed())
         })

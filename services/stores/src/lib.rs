@@ -1,12 +1,14 @@
 //! The four stores behind one trait.
 //!
 //! A [`Store`] is everything the pipeline does with one store: prepare its schema, write a batch
-//! idempotently, and the reconcile side (count, list ids, reset). The writer and reconcile only
+//! idempotently under the version rule ([`Overwrite`]), and the audit side (count, fingerprint
+//! every message, fetch and delete by id, reset) that reconcile and its repair use. The writer and reconcile only
 //! ever see `Arc<dyn Store>`. Each store is one folder (its connection flags in `args.rs`, its
 //! [`Backend`] and `Store` implementations and error classification in `store.rs`, its test
 //! fixture in `fixture.rs`); [`registry`] is the only place that names them all. The ingest does not depend on this crate, so it links no database driver.
 
 pub mod es;
+pub mod isolate;
 pub mod mongo;
 pub mod mysql;
 pub mod redis;
@@ -17,6 +19,7 @@ pub use registry::isolate;
 pub use registry::{connect, StoreArgs, StoreKind};
 
 use async_trait::async_trait;
+use pipeline_common::digest::Digest;
 use pipeline_common::message::Message;
 use std::fmt;
 use std::time::Duration;
@@ -56,12 +59,25 @@ pub struct Rejected {
     pub reason: String,
 }
 
-/// One id as a store holds it; `place` says where when the store has several places (the
-/// MySQL shard table), so reconcile can find misplaced and duplicated rows.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct StoredId {
+/// Which stored versions of an id a write replaces ([`pipeline_common::version`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overwrite {
+    /// Only older ones: the writer. A redelivered message finds its own version stored and
+    /// changes nothing; an older one finds a newer version and changes nothing either.
+    Older,
+    /// Older ones and the same version: repair and replay, which copy the reference store's
+    /// version over a damaged copy of the same version, and still never over a newer one.
+    OlderOrSame,
+}
+
+/// One message as a store holds it, for reconcile: its id, where it is when the store has
+/// several places (the number of its MySQL shard table), and the fingerprint of its fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Audited {
     pub id: String,
-    pub place: Option<String>,
+    pub place: Option<u32>,
+    /// `None` when the stored value cannot be read as a message (damaged or foreign data).
+    pub digest: Option<Digest>,
 }
 
 #[async_trait]
@@ -71,15 +87,26 @@ pub trait Store: Send + Sync {
     /// Creates what writes need (tables, index). Idempotent; safe from several processes.
     async fn prepare(&self) -> Result<(), StoreError>;
 
-    /// Writes a batch so that writing it again changes nothing (keyed by message id). `Ok`
-    /// means every record is stored except the returned permanent rejections.
-    async fn write(&self, batch: &[Message]) -> Result<Vec<Rejected>, StoreError>;
+    /// Writes a batch so that writing it again changes nothing (keyed by message id), replacing
+    /// a stored message of the same id only when `overwrite` allows for its version: the one
+    /// rule that makes every store end with the same version of an id. `Ok` means every record
+    /// is stored (or a version it may not replace is) except the returned permanent rejections.
+    async fn write(&self, batch: &[Message], overwrite: Overwrite) -> Result<Vec<Rejected>, StoreError>;
+
+    // The audit side, for reconcile and the tests: what the store holds.
 
     /// Exact number of messages held.
     async fn count(&self) -> Result<u64, StoreError>;
 
-    /// Every id held, with its place.
-    async fn ids(&self) -> Result<Vec<StoredId>, StoreError>;
+    /// Every message held: id, place and fingerprint.
+    async fn audit(&self) -> Result<Vec<Audited>, StoreError>;
+
+    /// The messages held under `ids`, as stored (ids it does not hold, or not as a message, are
+    /// left out).
+    async fn fetch(&self, ids: &[String]) -> Result<Vec<Message>, StoreError>;
+
+    /// Deletes the messages held under `ids` (repair's `--delete-extra`).
+    async fn delete(&self, ids: &[String]) -> Result<(), StoreError>;
 
     /// Deletes every message and leaves the store prepared and empty.
     async fn reset(&self) -> Result<(), StoreError>;

@@ -1,5 +1,5 @@
 //! Each real server answers a round trip through the crate the services use: every store writes
-//! a batch, writes it again (idempotent), counts, lists ids and resets; Kafka produces and
+//! a batch, writes it again (idempotent), counts, audits ids and resets; Kafka produces and
 //! consumes a record; the migrations create the 16 shard tables.
 
 use pipeline_common::kafka::{client_config, ensure_topic, group_lag, producer_config};
@@ -7,6 +7,7 @@ use pipeline_common::message::{shard_of, shard_table, Limits, NewMessage, SHARDS
 use pipeline_common::Message;
 use pipeline_stores::mysql::MysqlStore;
 use pipeline_stores::Backend;
+use pipeline_stores::Overwrite::Older;
 use pipeline_stores::StoreKind;
 use pipeline_testkit::{exclusive, Namespace};
 use rdkafka::consumer::{Consumer, StreamConsumer};
@@ -24,7 +25,7 @@ fn messages(n: usize, tag: &str) -> Vec<Message> {
                 body: format!("body {i} ✓"),
                 sent_at: Some("2026-11-29T10:00:00.123456Z".into()),
             }
-            .into_message(Limits::default(), time::OffsetDateTime::now_utc())
+            .into_message(Limits::default(), time::OffsetDateTime::now_utc(), 1000 + i as u64)
             .unwrap()
         })
         .collect()
@@ -37,15 +38,15 @@ async fn every_store_round_trips_idempotently() {
     let batch = messages(300, "rt");
     for store in ns.stores().await {
         let kind = store.kind();
-        assert!(store.write(&batch).await.unwrap().is_empty(), "{kind}: nothing rejected");
-        store.write(&batch[..100]).await.unwrap(); // redelivery of a part
+        assert!(store.write(&batch, Older).await.unwrap().is_empty(), "{kind}: nothing rejected");
+        store.write(&batch[..100], Older).await.unwrap(); // redelivery of a part
         assert_eq!(store.count().await.unwrap(), 300, "{kind}: exactly one copy each");
-        let mut ids: Vec<String> = store.ids().await.unwrap().into_iter().map(|s| s.id).collect();
+        let mut ids: Vec<String> = store.audit().await.unwrap().into_iter().map(|s| s.id).collect();
         ids.sort();
         assert_eq!(ids, batch.iter().map(|m| m.id.clone()).collect::<Vec<_>>(), "{kind}: the same ids");
         store.reset().await.unwrap();
         assert_eq!(store.count().await.unwrap(), 0, "{kind}: empty after reset");
-        store.write(&batch[..5]).await.unwrap();
+        store.write(&batch[..5], Older).await.unwrap();
         assert_eq!(store.count().await.unwrap(), 5, "{kind}: usable after reset");
     }
 }
@@ -67,7 +68,7 @@ async fn migrations_create_sixteen_tables_and_rows_land_in_their_shard() {
     let expected: Vec<String> = (0..SHARDS).map(shard_table).collect();
     assert_eq!(tables.into_iter().map(|t| t.0).collect::<Vec<_>>(), expected);
     let batch = messages(64, "sh");
-    store.write(&batch).await.unwrap();
+    store.write(&batch, Older).await.unwrap();
     for m in &batch {
         // MySQL's own CRC32 agrees with shard_of, so placement can be checked in SQL.
         let (crc,): (u64,) = sqlx::query_as("SELECT CRC32(?) % 16").bind(&m.id).fetch_one(store.pool()).await.unwrap();
@@ -85,7 +86,7 @@ async fn migrations_create_sixteen_tables_and_rows_land_in_their_shard() {
     .fetch_one(store.pool())
     .await
     .unwrap();
-    assert_eq!(sent_at.assume_utc(), batch[0].sent_at, "microseconds survive");
+    assert_eq!(sent_at.assume_utc(), batch[0].sent_at, "milliseconds survive (the edge keeps no more)");
 }
 
 #[tokio::test]
@@ -131,12 +132,12 @@ async fn opensearch_index_gets_the_configured_refresh_interval() {
     let got = &settings[&ns.stores.es.index]["settings"]["index"]["refresh_interval"];
     assert_eq!(got, "7s", "{settings}");
     // Written records count at once: count refreshes first, whatever the interval.
-    store.write(&messages(3, "esr")).await.unwrap();
+    store.write(&messages(3, "esr"), Older).await.unwrap();
     assert_eq!(store.count().await.unwrap(), 3);
 }
 
 /// A MongoDB document is the message, field for field, with `sent_at` a BSON date (to the
-/// millisecond, BSON's precision) and the id as `_id`.
+/// millisecond, BSON's precision and the edge's), the id as `_id` and the version an int64.
 #[tokio::test]
 async fn a_mongo_document_is_the_message_with_a_bson_date() {
     use mongodb::bson::{doc, Bson, Document};
@@ -147,11 +148,14 @@ async fn a_mongo_document_is_the_message_with_a_bson_date() {
     let args = &ns.stores.mongo;
     let store = MongoStore::connect(args).await.unwrap();
     let batch = messages(3, "md");
-    assert!(store.write(&batch).await.unwrap().is_empty());
+    assert!(store.write(&batch, Older).await.unwrap().is_empty());
     let client = mongodb::Client::with_uri_str(&args.url).await.unwrap();
     let coll = client.database(&args.database).collection::<Document>(&args.collection);
     let m = &batch[1];
-    let d = coll.find_one(doc! { "_id": &m.id }).await.unwrap().expect("the document");
+    let mut d = coll.find_one(doc! { "_id": &m.id }).await.unwrap().expect("the document");
+    // An int64 (nx-27017 hands small ones back as int32).
+    let version = d.remove("version").and_then(|v| v.as_i64().or(v.as_i32().map(i64::from)));
+    assert_eq!(version, Some(m.version as i64));
     let millis = (m.sent_at.unix_timestamp_nanos() / 1_000_000) as i64;
     let want = doc! {
         "_id": &m.id, "sender": &m.sender, "recipient": &m.recipient, "body": &m.body,

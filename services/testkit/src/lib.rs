@@ -72,6 +72,12 @@ impl Namespace {
         Namespace { stores, kafka, name }
     }
 
+    /// Connects to all four stores of this namespace without preparing them (a test that runs an
+    /// older build's binaries lets them create the schema they know first).
+    pub async fn connect_stores(&self) -> Vec<Arc<dyn Store>> {
+        pipeline_stores::connect(&self.stores, &StoreKind::ALL).await.expect("connect stores")
+    }
+
     /// Connects to all four stores of this namespace and prepares them.
     pub async fn stores(&self) -> Vec<Arc<dyn Store>> {
         let all = pipeline_stores::connect(&self.stores, &StoreKind::ALL).await.expect("connect stores");
@@ -118,9 +124,17 @@ pub fn messages(n: usize, tag: &str) -> Vec<pipeline_common::Message> {
             sender: format!("user-{}", i % 97),
             recipient: format!("user-{}", i % 89),
             body: format!("message {i} of {n}: {}", "lorem ipsum ".repeat(8)),
-            sent_at: now,
+            sent_at: pipeline_common::message::normalize_sent_at(now),
+            version: 1,
         })
         .collect()
+}
+
+/// The body a client posts for `m`: its fields without the version (the ingest stamps it).
+pub fn request_json(m: &pipeline_common::Message) -> String {
+    let sent_at = m.sent_at.format(&time::format_description::well_known::Rfc3339).expect("a valid date");
+    serde_json::json!({ "id": m.id, "sender": m.sender, "recipient": m.recipient, "body": m.body, "sent_at": sent_at })
+        .to_string()
 }
 
 /// Polls every store until each holds `n` messages (or the timeout passes) and returns the
@@ -145,15 +159,10 @@ pub async fn assert_exact_ids(stores: &[Arc<dyn Store>], expected: &[String]) {
     let mut want: Vec<&String> = expected.iter().collect();
     want.sort();
     for s in stores {
-        let got = s.ids().await.expect("ids");
+        let got = s.audit().await.expect("audit");
         for sid in &got {
-            if let Some(place) = &sid.place {
-                assert_eq!(
-                    *place,
-                    pipeline_common::message::shard_table(pipeline_common::message::shard_of(&sid.id)),
-                    "{} in wrong table",
-                    sid.id
-                );
+            if let Some(place) = sid.place {
+                assert_eq!(place, pipeline_common::message::shard_of(&sid.id), "{} in wrong table", sid.id);
             }
         }
         let mut ids: Vec<&String> = got.iter().map(|s| &s.id).collect();
@@ -168,6 +177,35 @@ pub async fn assert_exact_ids(stores: &[Arc<dyn Store>], expected: &[String]) {
             want.len()
         );
     }
+}
+
+/// Asserts that every store holds the same content as MySQL (the first store) for every id,
+/// compared by fingerprint (`pipeline_common::digest`: version, sender, recipient, body,
+/// `sent_at`); returns MySQL's fingerprints by id.
+pub async fn assert_same_content(
+    stores: &[Arc<dyn Store>],
+) -> std::collections::HashMap<String, pipeline_common::digest::Digest> {
+    let mut reference = std::collections::HashMap::new();
+    for (i, s) in stores.iter().enumerate() {
+        let mut differ = Vec::new();
+        for a in s.audit().await.expect("audit") {
+            let d = a.digest.unwrap_or_else(|| panic!("{}: {} is not a message", s.kind(), a.id));
+            if i == 0 {
+                reference.insert(a.id, d);
+            } else if reference.get(&a.id) != Some(&d) {
+                differ.push(a.id);
+            }
+        }
+        differ.sort();
+        assert!(
+            differ.is_empty(),
+            "{}: {} ids hold other content than in MySQL, e.g. {:?}",
+            s.kind(),
+            differ.len(),
+            &differ[..differ.len().min(5)]
+        );
+    }
+    reference
 }
 
 /// A child process killed (SIGKILL) when dropped, so a failing test leaves nothing running.
@@ -329,7 +367,7 @@ pub async fn copy_into_wrong_shard(ns: &Namespace, id: &str) {
     let wrong = shard_table((shard_of(id) + 1) % 16);
     let pool = sqlx::mysql::MySqlPoolOptions::new().connect(&ns.stores.mysql.url).await.expect("mysql");
     sqlx::query(sqlx::AssertSqlSafe(format!(
-        "INSERT INTO {wrong} (id, sender, recipient, body, sent_at) SELECT id, sender, recipient, body, sent_at FROM {} WHERE id = ?",
+        "INSERT INTO {wrong} (id, sender, recipient, body, sent_at, version) SELECT id, sender, recipient, body, sent_at, version FROM {} WHERE id = ?",
         shard_table(shard_of(id))
     )))
     .bind(id)

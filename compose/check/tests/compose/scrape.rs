@@ -74,13 +74,13 @@ async fn every_dashboard_metric_is_in_a_real_scrape() {
         let r = client
             .post(format!("http://127.0.0.1:{iport}/v1/messages"))
             .header("content-type", "application/json")
-            .body(m.to_json())
+            .body(kit::request_json(m))
             .send()
             .await
             .expect("POST");
         assert_eq!(r.status(), 202, "{}", r.text().await.unwrap_or_default());
     }
-    let batch = format!("[{}]", msgs[20..].iter().map(|m| m.to_json()).collect::<Vec<_>>().join(","));
+    let batch = format!("[{}]", msgs[20..].iter().map(kit::request_json).collect::<Vec<_>>().join(","));
     let r = client
         .post(format!("http://127.0.0.1:{iport}/v1/messages/batch"))
         .header("content-type", "application/json")
@@ -104,7 +104,7 @@ async fn every_dashboard_metric_is_in_a_real_scrape() {
     );
     wait_http(&format!("http://127.0.0.1:{tport}/readyz"), &mut tiny, "ingest with a tiny ring").await;
     let refused = kit::messages(100, "compose-refused");
-    let batch = format!("[{}]", refused.iter().map(|m| m.to_json()).collect::<Vec<_>>().join(","));
+    let batch = format!("[{}]", refused.iter().map(kit::request_json).collect::<Vec<_>>().join(","));
     let r = client
         .post(format!("http://127.0.0.1:{tport}/v1/messages/batch"))
         .header("content-type", "application/json")

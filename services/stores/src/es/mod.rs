@@ -1,6 +1,7 @@
 //! Elasticsearch / OpenSearch: `_bulk` index into one index with `_id` = message id.
 
 mod args;
+mod audit;
 #[cfg(feature = "fixture")]
 mod fixture;
 mod store;

@@ -1,33 +1,67 @@
-//! Elasticsearch / OpenSearch: `_bulk` index into one index with `_id` = message id.
+//! Elasticsearch / OpenSearch: `_bulk` index into one index with `_id` = message id and the
+//! message's version as an **external version** (`version_type=external`): the server indexes a
+//! document only over an older version of its `_id` and answers 409 otherwise, which is success
+//! here (a newer or the same version is stored). So redelivery never adds a second document, and
+//! two versions end as the newer one in either order. Repair uses `external_gte`, which also
+//! replaces the same version. The version lives in `_version`, not in `_source`, so the
+//! document and the index mapping are the message's fields only.
 //!
-//! Indexing the same `_id` twice overwrites one document, so redelivery never adds a second.
 //! Every bulk item's status is checked: 400/413 items (mapping or parsing errors) are permanent
 //! rejections that the writer dead-letters; any other failed item (429 rejected execution, 5xx)
 //! makes the whole call a transient error that the writer retries with backoff (re-indexing the
-//! items that did succeed is harmless).
+//! items that did succeed is harmless). The audit side is in [`super::audit`].
 
+use super::audit;
 use super::EsArgs;
-use crate::{Backend, Rejected, Store, StoreError, StoreKind, StoredId};
+use crate::{Audited, Backend, Overwrite, Rejected, Store, StoreError, StoreKind};
 use async_trait::async_trait;
 use elasticsearch::http::response::Response;
 use elasticsearch::http::transport::{SingleNodeConnectionPool, TransportBuilder};
-use elasticsearch::indices::{IndicesCreateParts, IndicesDeleteParts, IndicesRefreshParts};
-use elasticsearch::{BulkOperation, BulkParts, CountParts, Elasticsearch, SearchParts};
+use elasticsearch::indices::{
+    IndicesCreateParts, IndicesDeleteParts, IndicesPutIndexTemplateParts, IndicesRefreshParts,
+};
+use elasticsearch::params::VersionType;
+use elasticsearch::{BulkOperation, BulkParts, CountParts, Elasticsearch};
 use pipeline_common::message::Message;
 use serde_json::{json, Value};
 
-const KIND: StoreKind = StoreKind::Es;
-/// Page size when listing ids with `search_after`.
-const PAGE: usize = 5000;
+pub(super) const KIND: StoreKind = StoreKind::Es;
 
-fn err(e: impl std::fmt::Display) -> StoreError {
+pub(super) fn err(e: impl std::fmt::Display) -> StoreError {
     StoreError::transient(KIND, e)
 }
 
 pub struct EsStore {
-    client: Elasticsearch,
-    index: String,
+    pub(super) client: Elasticsearch,
+    pub(super) index: String,
     refresh_interval: String,
+}
+
+/// A message as its document: every field but the version, which is the document's `_version`.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(super) struct Doc<'a> {
+    #[serde(borrow)]
+    pub id: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    pub sender: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    pub recipient: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    pub body: std::borrow::Cow<'a, str>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub sent_at: time::OffsetDateTime,
+}
+
+impl<'a> From<&'a Message> for Doc<'a> {
+    fn from(m: &'a Message) -> Doc<'a> {
+        Doc {
+            id: m.id.as_str().into(),
+            sender: m.sender.as_str().into(),
+            recipient: m.recipient.as_str().into(),
+            body: m.body.as_str().into(),
+            sent_at: m.sent_at,
+        }
+    }
 }
 
 /// The index settings and mapping. One shard and no replicas: a single node here, and a
@@ -49,12 +83,21 @@ fn index_definition(refresh_interval: &str) -> Value {
     })
 }
 
+/// The index template that gives the index its definition whenever it is created, by `prepare`
+/// or by the server itself: a bulk request to a deleted index makes the server create it again
+/// (`action.auto_create_index`, on by default), and without the template it would get a mapping
+/// guessed from the first document (`id` as text, no `strict`).
+fn template(index: &str, refresh_interval: &str) -> Value {
+    let def = index_definition(refresh_interval);
+    json!({ "index_patterns": [index], "priority": 500, "template": def })
+}
+
 /// Reads a response body as JSON, turning an HTTP error status into a [`StoreError`]. Only 400
 /// (the request's content is invalid) and 413 (too large: a smaller batch fits) are permanent,
 /// and the writer answers them by splitting the batch. 401/403/404 mean a misconfigured client
 /// or a missing index, not bad data: retried (and visible) rather than dead-lettering every
 /// record; 429 and 5xx are the server being busy or down.
-async fn json_of(resp: Response, what: &str) -> Result<Value, StoreError> {
+pub(super) async fn json_of(resp: Response, what: &str) -> Result<Value, StoreError> {
     let status = resp.status_code().as_u16();
     let text = resp.text().await.map_err(err)?;
     match status {
@@ -85,7 +128,7 @@ impl Backend for EsStore {
 }
 
 impl EsStore {
-    async fn refresh(&self) -> Result<(), StoreError> {
+    pub(super) async fn refresh(&self) -> Result<(), StoreError> {
         let resp =
             self.client.indices().refresh(IndicesRefreshParts::Index(&[&self.index])).send().await.map_err(err)?;
         json_of(resp, "refresh").await.map(|_| ())
@@ -99,6 +142,16 @@ impl Store for EsStore {
     }
 
     async fn prepare(&self) -> Result<(), StoreError> {
+        let name = format!("pipeline-{}", self.index);
+        let resp = self
+            .client
+            .indices()
+            .put_index_template(IndicesPutIndexTemplateParts::Name(&name))
+            .body(template(&self.index, &self.refresh_interval))
+            .send()
+            .await
+            .map_err(err)?;
+        json_of(resp, "put index template").await?;
         let resp = self
             .client
             .indices()
@@ -115,13 +168,22 @@ impl Store for EsStore {
         }
     }
 
-    async fn write(&self, batch: &[Message]) -> Result<Vec<Rejected>, StoreError> {
+    async fn write(&self, batch: &[Message], overwrite: Overwrite) -> Result<Vec<Rejected>, StoreError> {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
+        let version_type = match overwrite {
+            Overwrite::Older => VersionType::External,
+            Overwrite::OlderOrSame => VersionType::ExternalGte,
+        };
         // Each message is serialized once, straight into the request body (no JSON tree first).
-        let ops: Vec<BulkOperation<&Message>> =
-            batch.iter().map(|m| BulkOperation::index(m).id(&m.id).into()).collect();
+        // Versions are below 10^18 (`Message::validate`), so the cast keeps them.
+        let ops: Vec<BulkOperation<Doc<'_>>> = batch
+            .iter()
+            .map(|m| {
+                BulkOperation::index(Doc::from(m)).id(&m.id).version(m.version as i64).version_type(version_type).into()
+            })
+            .collect();
         // Only what the classification below reads: the server builds, and we parse, a few bytes
         // per item instead of its whole result (index, id, version, shards, sequence numbers).
         let resp = self
@@ -143,7 +205,8 @@ impl Store for EsStore {
             let result = &item["index"];
             let status = result["status"].as_u64().unwrap_or(0);
             match status {
-                200..=299 => {}
+                // 409: the stored version is newer than this one, or the same: nothing to do.
+                200..=299 | 409 => {}
                 // The document itself is refused (a mapping or parsing error): it alone is
                 // dead-lettered. Any other status is the server's state, not the document's.
                 400 | 413 => rejected.push(Rejected { id: m.id.clone(), reason: result["error"].to_string() }),
@@ -171,26 +234,16 @@ impl Store for EsStore {
         body["count"].as_u64().ok_or_else(|| err(format!("count: no count in {body}")))
     }
 
-    async fn ids(&self) -> Result<Vec<StoredId>, StoreError> {
-        self.refresh().await?;
-        let mut out = Vec::new();
-        let mut after: Option<Value> = None;
-        loop {
-            let mut query = json!({ "size": PAGE, "_source": false, "sort": [{ "id": "asc" }] });
-            if let Some(a) = after.take() {
-                query["search_after"] = a;
-            }
-            let resp = self.client.search(SearchParts::Index(&[&self.index])).body(query).send().await.map_err(err)?;
-            let body = json_of(resp, "search").await?;
-            let hits = body["hits"]["hits"].as_array().cloned().unwrap_or_default();
-            for h in &hits {
-                out.push(StoredId { id: h["_id"].as_str().unwrap_or_default().to_string(), place: None });
-            }
-            match hits.last() {
-                Some(last) if hits.len() == PAGE => after = Some(last["sort"].clone()),
-                _ => return Ok(out),
-            }
-        }
+    async fn audit(&self) -> Result<Vec<Audited>, StoreError> {
+        audit::audit(self).await
+    }
+
+    async fn fetch(&self, ids: &[String]) -> Result<Vec<Message>, StoreError> {
+        audit::fetch(self, ids).await
+    }
+
+    async fn delete(&self, ids: &[String]) -> Result<(), StoreError> {
+        audit::delete(self, ids).await
     }
 
     async fn reset(&self) -> Result<(), StoreError> {

@@ -1,6 +1,8 @@
-//! MongoDB: `insert_many(ordered = false)` into `<db>.<collection>` with `_id` = message id.
+//! MongoDB: `insert_many(ordered = false)` into `<db>.<collection>` with `_id` = message id,
+//! and a filtered upsert for ids already held (the version rule).
 
 mod args;
+mod audit;
 #[cfg(feature = "fixture")]
 mod fixture;
 mod store;

@@ -1,34 +1,40 @@
-//! MongoDB: `insert_many(ordered = false)` into `<db>.<collection>` with `_id` = message id.
+//! MongoDB: `insert_many(ordered = false)` into `<db>.<collection>` with `_id` = message id, and
+//! a conditional replace for the ids already there.
 //!
-//! A redelivered message hits the `_id` unique index and fails with duplicate key (11000),
-//! which is success for us: the document is there exactly once. Unordered inserts let the rest
-//! of the batch go in around such duplicates. A write error the document itself causes (a
-//! validation failure, a document too large) refuses that document alone; anything else is
-//! transient and the writer retries it.
+//! Almost every message is new, so a batch is first inserted as it is (the cheap path). A
+//! message whose id is already held fails with duplicate key (11000); those, and only those, are
+//! then replaced with a filtered upsert: `{_id, version: {$lt: v}}` (or no version: written
+//! before versions) matches the stored document only when its version is older, and when it
+//! does not match, the upsert's insert hits the `_id` index again (11000): a newer or the same
+//! version is stored, which is success. So a redelivery changes nothing and two versions end
+//! as the newer one in either order. Unordered writes let the rest of a batch go in around each
+//! failure. A write error the document itself causes (a validation failure, a document too
+//! large) refuses that document alone; anything else is transient and the writer retries it.
+//! The audit side is in [`super::audit`].
 
+use super::audit;
 use super::MongoArgs;
-use crate::{Backend, Rejected, Store, StoreError, StoreKind, StoredId, CONNECT_TIMEOUT};
+use crate::{Audited, Backend, Overwrite, Rejected, Store, StoreError, StoreKind, CONNECT_TIMEOUT};
 use async_trait::async_trait;
-use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, DateTime, Document};
 use mongodb::error::ErrorKind;
 use mongodb::options::ClientOptions;
 use mongodb::{Client, Collection};
 use pipeline_common::message::Message;
 
-const KIND: StoreKind = StoreKind::Mongo;
+pub(super) const KIND: StoreKind = StoreKind::Mongo;
 const DUPLICATE_KEY: i32 = 11000;
 /// Per-document write errors that the same document hits every time: BadValue, TypeMismatch,
 /// DollarPrefixedFieldName, DocumentValidationFailure, BSONObjectTooLarge, KeyTooLong. Any other
 /// code (NotWritablePrimary, ShutdownInProgress, WriteConflict, ...) is retried.
 const PERMANENT_WRITE_ERRORS: [i32; 6] = [2, 14, 52, 121, 10334, 17280];
 
-fn err(e: impl std::fmt::Display) -> StoreError {
+pub(super) fn err(e: impl std::fmt::Display) -> StoreError {
     StoreError::transient(KIND, e)
 }
 
 pub struct MongoStore {
-    coll: Collection<Document>,
+    pub(super) coll: Collection<Document>,
 }
 
 /// A message as its document, borrowing the message's text: the driver serializes it straight
@@ -40,7 +46,10 @@ struct Doc<'a> {
     sender: &'a str,
     recipient: &'a str,
     body: &'a str,
+    /// BSON dates hold milliseconds: the edge truncates `sent_at` to them.
     sent_at: DateTime,
+    /// Below 10^18 (`Message::validate`): a BSON int64.
+    version: i64,
 }
 
 fn to_doc(m: &Message) -> Doc<'_> {
@@ -51,30 +60,83 @@ fn to_doc(m: &Message) -> Doc<'_> {
         recipient: &m.recipient,
         body: &m.body,
         sent_at: DateTime::from_millis(millis),
+        version: m.version as i64,
     }
 }
 
-/// What an insert_many failure means for the batch: `Ok(refused)` when every failed document
-/// is either already there (duplicate key) or refused for good, else the error to retry.
-fn classify(e: mongodb::error::Error, batch: &[Message]) -> Result<Vec<Rejected>, StoreError> {
+/// The outcome of one batch's write errors: which messages are already held (to be replaced
+/// when older), which were refused for good; or the error to retry.
+struct Sorted<'a> {
+    held: Vec<&'a Message>,
+    refused: Vec<Rejected>,
+}
+
+/// Sorts the write errors of an insert (`index` into `batch`).
+fn sort_errors<'a>(
+    errors: impl Iterator<Item = (usize, i32, String)>,
+    batch: &[&'a Message],
+) -> Result<Sorted<'a>, (i32, String)> {
+    let mut out = Sorted { held: Vec::new(), refused: Vec::new() };
+    for (index, code, message) in errors {
+        match (code, batch.get(index)) {
+            (DUPLICATE_KEY, Some(m)) => out.held.push(*m),
+            (code, Some(m)) if PERMANENT_WRITE_ERRORS.contains(&code) => {
+                out.refused.push(Rejected { id: m.id.clone(), reason: format!("code {code}: {message}") })
+            }
+            (code, _) => return Err((code, message)),
+        }
+    }
+    Ok(out)
+}
+
+/// What an insert_many failure means for the batch: the messages whose ids are already held and
+/// those refused for good, or the error to retry.
+fn classify<'a>(e: mongodb::error::Error, batch: &[&'a Message]) -> Result<Sorted<'a>, StoreError> {
     match e.kind.as_ref() {
         ErrorKind::InsertMany(ime) if ime.write_concern_error.is_none() => {
-            let mut refused = Vec::new();
-            for we in ime.write_errors.iter().flatten() {
-                match (we.code, batch.get(we.index)) {
-                    (DUPLICATE_KEY, _) => {}
-                    (code, Some(m)) if PERMANENT_WRITE_ERRORS.contains(&code) => {
-                        refused.push(Rejected { id: m.id.clone(), reason: format!("code {code}: {}", we.message) })
-                    }
-                    _ => return Err(err(&e)),
-                }
-            }
-            Ok(refused)
+            let errors = ime.write_errors.iter().flatten().map(|we| (we.index, we.code, we.message.clone()));
+            sort_errors(errors, batch).map_err(|_| err(&e))
         }
         // The whole request cannot be encoded or is malformed: the writer splits the batch to
         // find the document that causes it.
         ErrorKind::BsonSerialization(_) | ErrorKind::InvalidArgument { .. } => Err(StoreError::permanent(KIND, &e)),
         _ => Err(err(&e)),
+    }
+}
+
+impl MongoStore {
+    /// Replaces the documents of `held` whose stored version is older (or, for repair, the
+    /// same), in one unordered `update` command of filtered upserts (see the module docs).
+    async fn replace_older(&self, held: &[&Message], overwrite: Overwrite) -> Result<Vec<Rejected>, StoreError> {
+        if held.is_empty() {
+            return Ok(Vec::new());
+        }
+        let op = match overwrite {
+            Overwrite::Older => "$lt",
+            Overwrite::OlderOrSame => "$lte",
+        };
+        let mut updates = Vec::with_capacity(held.len());
+        for m in held {
+            let doc = mongodb::bson::to_document(&to_doc(m)).map_err(|e| StoreError::permanent(KIND, e))?;
+            // `$or` with `$exists` rather than `$not: {$gte}`: the same documents, and nx-27017
+            // implements it.
+            let older =
+                doc! { "$or": [ { "version": { op: m.version as i64 } }, { "version": { "$exists": false } } ] };
+            let filter = doc! { "_id": &m.id, "$and": [older] };
+            updates.push(doc! { "q": filter, "u": doc, "upsert": true });
+        }
+        let cmd = doc! { "update": self.coll.name(), "updates": updates, "ordered": false };
+        let reply =
+            self.coll.client().database(self.coll.namespace().db.as_str()).run_command(cmd).await.map_err(err)?;
+        let errors = reply.get_array("writeErrors").map(|a| a.iter().collect::<Vec<_>>()).unwrap_or_default();
+        let errors = errors.into_iter().filter_map(Bson::as_document).map(|we| {
+            let index = we.get_i32("index").map(|i| i as usize).unwrap_or(usize::MAX);
+            let code = we.get_i32("code").unwrap_or(0);
+            (index, code, we.get_str("errmsg").unwrap_or_default().to_string())
+        });
+        // Duplicate key here is the newer (or same) version already stored: nothing to do.
+        let sorted = sort_errors(errors, held).map_err(|(code, m)| err(format!("replace: code {code}: {m}")))?;
+        Ok(sorted.refused)
     }
 }
 
@@ -104,33 +166,35 @@ impl Store for MongoStore {
         Ok(())
     }
 
-    async fn write(&self, batch: &[Message]) -> Result<Vec<Rejected>, StoreError> {
+    async fn write(&self, batch: &[Message], overwrite: Overwrite) -> Result<Vec<Rejected>, StoreError> {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
+        let all: Vec<&Message> = batch.iter().collect();
         let docs = self.coll.clone_with_type::<Doc<'_>>();
-        match docs.insert_many(batch.iter().map(to_doc)).ordered(false).await {
-            Ok(_) => Ok(Vec::new()),
-            Err(e) => classify(e, batch),
-        }
+        let sorted = match docs.insert_many(batch.iter().map(to_doc)).ordered(false).await {
+            Ok(_) => return Ok(Vec::new()),
+            Err(e) => classify(e, &all)?,
+        };
+        let mut refused = sorted.refused;
+        refused.extend(self.replace_older(&sorted.held, overwrite).await?);
+        Ok(refused)
     }
 
     async fn count(&self) -> Result<u64, StoreError> {
         self.coll.count_documents(doc! {}).await.map_err(err)
     }
 
-    async fn ids(&self) -> Result<Vec<StoredId>, StoreError> {
-        let mut cursor = self.coll.find(doc! {}).projection(doc! { "_id": 1 }).batch_size(10_000).await.map_err(err)?;
-        let mut out = Vec::new();
-        while let Some(d) = cursor.try_next().await.map_err(err)? {
-            let id = match d.get("_id") {
-                Some(Bson::String(s)) => s.clone(),
-                Some(other) => other.to_string(),
-                None => continue,
-            };
-            out.push(StoredId { id, place: None });
-        }
-        Ok(out)
+    async fn audit(&self) -> Result<Vec<Audited>, StoreError> {
+        audit::audit(&self.coll).await
+    }
+
+    async fn fetch(&self, ids: &[String]) -> Result<Vec<Message>, StoreError> {
+        audit::fetch(&self.coll, ids).await
+    }
+
+    async fn delete(&self, ids: &[String]) -> Result<(), StoreError> {
+        audit::delete(&self.coll, ids).await
     }
 
     async fn reset(&self) -> Result<(), StoreError> {

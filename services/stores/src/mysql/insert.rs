@@ -6,9 +6,14 @@
 //! multi-statement request cannot carry bind parameters, so values are written as literals that
 //! need no escaping at all: strings as hex literals with a character-set introducer
 //! (`_utf8mb4 X'…'`, byte-exact whatever they hold: quotes, backslashes, NUL, any plane), the
-//! date as digits. Table names come only from `shard_table` (digits). Nothing from input is ever
-//! spliced into SQL as text.
+//! date and the version as digits. Table names come only from `shard_table` (digits). Nothing
+//! from input is ever spliced into SQL as text.
+//!
+//! A row already there is replaced only by a newer version (the writer) or a newer-or-same one
+//! (repair), column by column in `ON DUPLICATE KEY UPDATE` with the version assigned last, so
+//! each condition reads the stored version ([`pipeline_common::version`]).
 
+use crate::Overwrite;
 use pipeline_common::message::{shard_table, Message};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -20,7 +25,7 @@ pub const MAX_REQUEST_BYTES: usize = 4 << 20;
 /// The rows of a batch, by shard table, with `sent_at` already checked and converted.
 pub type ByShard<'a> = BTreeMap<u32, Vec<(&'a Message, time::PrimitiveDateTime)>>;
 
-const COLUMNS: &str = "(id, sender, recipient, body, sent_at)";
+const COLUMNS: &str = "(id, sender, recipient, body, sent_at, version)";
 const BEGIN: &str = "START TRANSACTION;";
 
 /// The requests that write `rows`, in order: the first opens the transaction and the last
@@ -30,9 +35,9 @@ const BEGIN: &str = "START TRANSACTION;";
 /// Rows are written straight into the request as bytes through one reused row buffer: building
 /// a `String` per row and per statement, hex digit by `char`, then copying each twice was 9 % of
 /// the writer's CPU samples under batch load.
-pub fn requests(rows: &ByShard<'_>, max_bytes: usize) -> Vec<String> {
+pub fn requests(rows: &ByShard<'_>, max_bytes: usize, overwrite: Overwrite) -> Vec<String> {
     // Room for a statement's closing clause and the final COMMIT.
-    const SLACK: usize = 64;
+    const SLACK: usize = 384;
     // Each row and the comma after it.
     let total: usize = rows.values().flatten().map(|(m, _)| row_len(m) + 1).sum();
     let mut out = Vec::new();
@@ -47,7 +52,7 @@ pub fn requests(rows: &ByShard<'_>, max_bytes: usize) -> Vec<String> {
             row.clear();
             write_row(&mut row, m, at);
             if open && req.len() + row.len() + SLACK > max_bytes {
-                close(&mut req);
+                close(&mut req, overwrite);
                 open = false;
             }
             let fresh = req.is_empty() || req == BEGIN.as_bytes();
@@ -63,7 +68,7 @@ pub fn requests(rows: &ByShard<'_>, max_bytes: usize) -> Vec<String> {
             req.extend_from_slice(&row);
         }
         if open {
-            close(&mut req);
+            close(&mut req, overwrite);
         }
     }
     req.extend_from_slice(b"COMMIT");
@@ -77,21 +82,50 @@ fn text(req: Vec<u8>) -> String {
     String::from_utf8(req).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-/// Closes the open statement with the clause that makes a redelivery a no-op
-/// (`ON DUPLICATE KEY UPDATE`, not `INSERT IGNORE`, which would turn a truncated value into a
-/// warning and store a damaged row).
-fn close(req: &mut Vec<u8>) {
-    req.extend_from_slice(b" ON DUPLICATE KEY UPDATE id = id;");
+/// Closes the open statement with the clause that applies the version rule to a row already
+/// there (`ON DUPLICATE KEY UPDATE`, not `INSERT IGNORE`, which would turn a truncated value into
+/// a warning and store a damaged row). The version is assigned last: every condition before it
+/// compares with the stored version, with MariaDB's default left-to-right assignments and with
+/// `SIMULTANEOUS_ASSIGNMENT` alike.
+fn close(req: &mut Vec<u8>, overwrite: Overwrite) {
+    req.extend_from_slice(match overwrite {
+        Overwrite::Older => UPDATE_OLDER.as_bytes(),
+        Overwrite::OlderOrSame => UPDATE_OLDER_OR_SAME.as_bytes(),
+    });
 }
+
+macro_rules! update_if {
+    ($cmp:literal) => {
+        concat!(
+            " ON DUPLICATE KEY UPDATE",
+            " sender = IF(VALUES(version) ",
+            $cmp,
+            " version, VALUES(sender), sender),",
+            " recipient = IF(VALUES(version) ",
+            $cmp,
+            " version, VALUES(recipient), recipient),",
+            " body = IF(VALUES(version) ",
+            $cmp,
+            " version, VALUES(body), body),",
+            " sent_at = IF(VALUES(version) ",
+            $cmp,
+            " version, VALUES(sent_at), sent_at),",
+            " version = GREATEST(version, VALUES(version));"
+        )
+    };
+}
+const UPDATE_OLDER: &str = update_if!(">");
+const UPDATE_OLDER_OR_SAME: &str = update_if!(">=");
 
 const HEX_OPEN: &[u8] = b"_utf8mb4 X'";
 
 /// The length [`write_row`] writes for `m` (exact for the years the API accepts, 1000 to 9999;
-/// only used to size buffers): four hex literals with their commas, the 28-byte date literal
-/// and the parentheses.
+/// only used to size buffers): four hex literals with their commas, the 28-byte date literal,
+/// its comma, the version's digits and the parentheses.
 fn row_len(m: &Message) -> usize {
     let text: usize = [&m.id, &m.sender, &m.recipient, &m.body].iter().map(|s| HEX_OPEN.len() + 2 * s.len() + 2).sum();
-    1 + text + 28 + 1
+    let digits = m.version.checked_ilog10().unwrap_or(0) as usize + 1;
+    1 + text + 28 + 1 + digits + 1
 }
 
 fn write_row(r: &mut Vec<u8>, m: &Message, at: &time::PrimitiveDateTime) {
@@ -104,14 +138,15 @@ fn write_row(r: &mut Vec<u8>, m: &Message, at: &time::PrimitiveDateTime) {
     // DATETIME(6) from digits only: 'YYYY-MM-DD HH:MM:SS.ffffff'.
     let _ = write!(
         r,
-        "'{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:06}')",
+        "'{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:06}',{})",
         at.year(),
         u8::from(at.month()),
         at.day(),
         at.hour(),
         at.minute(),
         at.second(),
-        at.microsecond()
+        at.microsecond(),
+        m.version
     );
 }
 
@@ -135,6 +170,7 @@ mod tests {
             recipient: "🦀\u{0}\u{10FFFF}".into(),
             body: body.into(),
             sent_at: time::macros::datetime!(2026-11-30 12:34:56.789012 UTC),
+            version: 1_234_567,
         }
     }
 
@@ -156,11 +192,12 @@ mod tests {
         let m = msg("a-1", "x'); DROP TABLE messages_00; --");
         let mut rows = ByShard::new();
         rows.entry(m.shard()).or_default().push((&m, at(&m)));
-        let reqs = requests(&rows, MAX_REQUEST_BYTES);
+        let reqs = requests(&rows, MAX_REQUEST_BYTES, Overwrite::Older);
         assert_eq!(reqs.len(), 1);
         let sql = &reqs[0];
         assert!(sql.starts_with("START TRANSACTION;INSERT INTO messages_"), "{sql}");
-        assert!(sql.ends_with(" ON DUPLICATE KEY UPDATE id = id;COMMIT"), "{sql}");
+        assert!(sql.ends_with(&format!("{UPDATE_OLDER}COMMIT")), "{sql}");
+        assert!(sql.contains("'2026-11-30 12:34:56.789012',1234567)"), "the version after the date: {sql}");
         assert!(!sql.contains("DROP"), "input never appears as text: {sql}");
         assert!(sql.contains("'2026-11-30 12:34:56.789012'"));
         // The body's bytes, exactly.
@@ -168,6 +205,8 @@ mod tests {
         assert!(sql.contains(&format!("_utf8mb4 X'{hex}'")));
         let quotes = sql.matches('\'').count();
         assert_eq!(quotes, 2 * 5, "four hex literals and one date: no other quote");
+        let repair = requests(&rows, MAX_REQUEST_BYTES, Overwrite::OlderOrSame).concat();
+        assert!(repair.contains("IF(VALUES(version) >= version, VALUES(body), body)"), "{repair}");
     }
 
     #[test]
@@ -178,13 +217,13 @@ mod tests {
         for m in &msgs {
             rows.entry(m.shard()).or_default().push((m, at(m)));
         }
-        let reqs = requests(&rows, 200_000);
+        let reqs = requests(&rows, 200_000, Overwrite::Older);
         assert!(reqs.len() >= 5, "100 rows of ~20 KB of hex in requests of 200 KB: {}", reqs.len());
         assert!(reqs.iter().all(|r| r.len() <= 200_000));
         assert!(reqs[0].starts_with("START TRANSACTION;") && reqs.last().unwrap().ends_with("COMMIT"));
         assert_eq!(reqs.iter().filter(|r| r.contains("START TRANSACTION")).count(), 1);
         for r in &reqs[..reqs.len() - 1] {
-            assert!(r.ends_with("id = id;"), "a request ends with a whole statement");
+            assert!(r.ends_with(UPDATE_OLDER), "a request ends with a whole statement");
         }
         let all = reqs.concat();
         assert_eq!(all.matches("_utf8mb4 X'69642D").count(), 100, "every id once (hex of `id-`)");

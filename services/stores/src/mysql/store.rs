@@ -1,13 +1,15 @@
 //! MySQL / MariaDB: the system of record, 16 shard tables (`messages_00` … `messages_15`).
 //!
 //! A batch is one transaction with one multi-row INSERT per shard table present, sent as one
-//! multi-statement request ([`super::insert`]). Duplicates are absorbed by
-//! `ON DUPLICATE KEY UPDATE id = id` rather than `INSERT IGNORE`: IGNORE would also turn real
-//! errors (a truncated value) into warnings and store damaged rows silently.
+//! multi-statement request ([`super::insert`]). A row already there is replaced only by a newer
+//! version, in `ON DUPLICATE KEY UPDATE` rather than `INSERT IGNORE`: IGNORE would also turn
+//! real errors (a truncated value) into warnings and store damaged rows silently. The audit side
+//! (fingerprints, fetch and delete by id) is in [`super::audit`].
 
+use super::audit;
 use super::insert;
 use super::MysqlArgs;
-use crate::{Backend, Rejected, Store, StoreError, StoreKind, StoredId, CONNECT_TIMEOUT};
+use crate::{Audited, Backend, Overwrite, Rejected, Store, StoreError, StoreKind, CONNECT_TIMEOUT};
 use async_trait::async_trait;
 use pipeline_common::message::{shard_table, Message, SENT_AT_YEARS, SHARDS};
 use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
@@ -16,7 +18,7 @@ use sqlx::{AssertSqlSafe, MySql};
 
 const KIND: StoreKind = StoreKind::Mysql;
 
-fn err(e: impl std::fmt::Display) -> StoreError {
+pub(super) fn err(e: impl std::fmt::Display) -> StoreError {
     StoreError::transient(KIND, e)
 }
 
@@ -63,7 +65,7 @@ fn datetime(m: &Message) -> Option<time::PrimitiveDateTime> {
 
 /// A statement on one shard table. Table names come only from [`shard_table`] (digits), never
 /// from input, which is what makes this dynamic SQL safe.
-fn per_table(template: &str, table: &str) -> AssertSqlSafe<String> {
+pub(super) fn per_table(template: &str, table: &str) -> AssertSqlSafe<String> {
     AssertSqlSafe(template.replace("{}", table))
 }
 
@@ -136,7 +138,7 @@ impl Store for MysqlStore {
         migrate(&self.pool).await
     }
 
-    async fn write(&self, batch: &[Message]) -> Result<Vec<Rejected>, StoreError> {
+    async fn write(&self, batch: &[Message], overwrite: Overwrite) -> Result<Vec<Rejected>, StoreError> {
         let mut by_shard = insert::ByShard::new();
         let mut rejected = Vec::new();
         for m in batch {
@@ -155,7 +157,7 @@ impl Store for MysqlStore {
         // dropped midway, the connection may be inside the transaction: it is closed, never
         // returned to the pool, and the server rolls the transaction back.
         let mut tx = Uncommitted { conn: self.pool.acquire().await.map_err(write_err)?, committed: false };
-        for sql in insert::requests(&by_shard, insert::MAX_REQUEST_BYTES) {
+        for sql in insert::requests(&by_shard, insert::MAX_REQUEST_BYTES, overwrite) {
             sqlx::raw_sql(AssertSqlSafe(sql)).execute(&mut *tx.conn).await.map_err(write_err)?;
         }
         tx.committed = true;
@@ -166,15 +168,16 @@ impl Store for MysqlStore {
         Ok(self.count_per_table().await?.iter().map(|(_, n)| n).sum())
     }
 
-    async fn ids(&self) -> Result<Vec<StoredId>, StoreError> {
-        let mut out = Vec::new();
-        for shard in 0..SHARDS {
-            let table = shard_table(shard);
-            let rows: Vec<(String,)> =
-                sqlx::query_as(per_table("SELECT id FROM {}", &table)).fetch_all(&self.pool).await.map_err(err)?;
-            out.extend(rows.into_iter().map(|(id,)| StoredId { id, place: Some(table.clone()) }));
-        }
-        Ok(out)
+    async fn audit(&self) -> Result<Vec<Audited>, StoreError> {
+        audit::audit(&self.pool).await
+    }
+
+    async fn fetch(&self, ids: &[String]) -> Result<Vec<Message>, StoreError> {
+        audit::fetch(&self.pool, ids).await
+    }
+
+    async fn delete(&self, ids: &[String]) -> Result<(), StoreError> {
+        audit::delete(&self.pool, ids).await
     }
 
     async fn reset(&self) -> Result<(), StoreError> {

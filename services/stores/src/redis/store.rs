@@ -1,11 +1,14 @@
-//! Redis: `SET msg:<id> <message json>`, one pipeline per batch.
+//! Redis: `msg:<id>` holds the message's JSON (with its version), one script call per batch.
 //!
-//! SET is naturally idempotent. Counting and listing use SCAN, never KEYS, so reconcile does not
-//! stall a Redis that the writer is still using.
+//! The script (`newer.lua`) writes each message only over an older version of its id, which
+//! makes a redelivery a no-op and two versions end as the newer one whatever their order.
+//! Counting, auditing and resetting use SCAN, never KEYS, so reconcile does not stall a Redis
+//! that the writer is still using.
 
 use super::RedisArgs;
-use crate::{Backend, Rejected, Store, StoreError, StoreKind, StoredId, CONNECT_TIMEOUT};
+use crate::{Audited, Backend, Overwrite, Rejected, Store, StoreError, StoreKind, CONNECT_TIMEOUT};
 use async_trait::async_trait;
+use pipeline_common::digest::Digest;
 use pipeline_common::message::Message;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
@@ -18,10 +21,16 @@ fn err(e: impl std::fmt::Display) -> StoreError {
     StoreError::transient(KIND, e)
 }
 
+fn key(id: &str) -> String {
+    format!("{KEY_PREFIX}{id}")
+}
+
 /// Redis's own multiplexed, reconnecting connection: one TCP connection carries every
 /// concurrent pipeline, so a pool of connections would add nothing.
 pub struct RedisStore {
     conn: ConnectionManager,
+    /// `newer.lua`, sent by its SHA-1 (EVALSHA) once the server has it.
+    newer: redis::Script,
 }
 
 #[async_trait]
@@ -38,7 +47,7 @@ impl Backend for RedisStore {
             .await
             .map_err(|_| err("connect timed out"))?
             .map_err(err)?;
-        Ok(Self { conn })
+        Ok(Self { conn, newer: redis::Script::new(include_str!("newer.lua")) })
     }
 }
 
@@ -72,11 +81,31 @@ trait AsyncChunk: Send {
     async fn chunk(&mut self, conn: &mut ConnectionManager, keys: Vec<String>) -> Result<(), StoreError>;
 }
 
-struct Collect(Vec<StoredId>);
+/// Keys of one SCAN chunk, kept.
+struct Keys(Vec<String>);
 #[async_trait]
-impl AsyncChunk for Collect {
+impl AsyncChunk for Keys {
     async fn chunk(&mut self, _: &mut ConnectionManager, keys: Vec<String>) -> Result<(), StoreError> {
-        self.0.extend(keys.into_iter().map(|k| StoredId { id: k[KEY_PREFIX.len()..].to_string(), place: None }));
+        self.0.extend(keys);
+        Ok(())
+    }
+}
+
+/// Fingerprints of every message of each chunk (one MGET per chunk).
+struct Fingerprints(Vec<Audited>);
+#[async_trait]
+impl AsyncChunk for Fingerprints {
+    async fn chunk(&mut self, conn: &mut ConnectionManager, keys: Vec<String>) -> Result<(), StoreError> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let values: Vec<Option<Vec<u8>>> = redis::cmd("MGET").arg(&keys).query_async(conn).await.map_err(err)?;
+        for (key, value) in keys.into_iter().zip(values) {
+            // A key deleted between SCAN and MGET is not held any more.
+            let Some(value) = value else { continue };
+            let digest = serde_json::from_slice::<Message>(&value).ok().map(|m| Digest::of_message(&m));
+            self.0.push(Audited { id: key[KEY_PREFIX.len()..].to_string(), place: None, digest });
+        }
         Ok(())
     }
 }
@@ -104,27 +133,61 @@ impl Store for RedisStore {
         Ok(())
     }
 
-    async fn write(&self, batch: &[Message]) -> Result<Vec<Rejected>, StoreError> {
-        let mut pipe = redis::pipe();
+    async fn write(&self, batch: &[Message], overwrite: Overwrite) -> Result<Vec<Rejected>, StoreError> {
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut call = self.newer.prepare_invoke();
+        call.arg(match overwrite {
+            Overwrite::Older => "gt",
+            Overwrite::OlderOrSame => "ge",
+        });
         for m in batch {
-            pipe.set(format!("{KEY_PREFIX}{}", m.id), m.to_json()).ignore();
+            call.key(key(&m.id)).arg(m.version.to_string()).arg(m.to_json());
         }
         let mut conn = self.conn.clone();
-        let _: () = pipe.query_async(&mut conn).await.map_err(err)?;
+        let _written: i64 = call.invoke_async(&mut conn).await.map_err(err)?;
         Ok(Vec::new())
     }
 
     async fn count(&self) -> Result<u64, StoreError> {
-        Ok(self.ids().await?.len() as u64)
+        let mut keys = Keys(Vec::new());
+        self.scan(&mut keys).await?;
+        // SCAN may return a key twice while the keyspace is being resized: count distinct keys.
+        keys.0.sort_unstable();
+        keys.0.dedup();
+        Ok(keys.0.len() as u64)
     }
 
-    async fn ids(&self) -> Result<Vec<StoredId>, StoreError> {
-        let mut all = Collect(Vec::new());
+    async fn audit(&self) -> Result<Vec<Audited>, StoreError> {
+        let mut all = Fingerprints(Vec::new());
         self.scan(&mut all).await?;
         // SCAN may return a key twice while the keyspace is being resized: keep distinct keys.
-        all.0.sort_unstable();
-        all.0.dedup();
+        all.0.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        all.0.dedup_by(|a, b| a.id == b.id);
         Ok(all.0)
+    }
+
+    async fn fetch(&self, ids: &[String]) -> Result<Vec<Message>, StoreError> {
+        let mut out = Vec::with_capacity(ids.len());
+        let mut conn = self.conn.clone();
+        for chunk in ids.chunks(SCAN_COUNT) {
+            let keys: Vec<String> = chunk.iter().map(|id| key(id)).collect();
+            let values: Vec<Option<Vec<u8>>> =
+                redis::cmd("MGET").arg(&keys).query_async(&mut conn).await.map_err(err)?;
+            // A value that is not a message is left out, like an absent one (audit reports it).
+            out.extend(values.into_iter().flatten().filter_map(|v| serde_json::from_slice::<Message>(&v).ok()));
+        }
+        Ok(out)
+    }
+
+    async fn delete(&self, ids: &[String]) -> Result<(), StoreError> {
+        let mut conn = self.conn.clone();
+        for chunk in ids.chunks(SCAN_COUNT) {
+            let keys: Vec<String> = chunk.iter().map(|id| key(id)).collect();
+            let _: i64 = redis::cmd("UNLINK").arg(&keys).query_async(&mut conn).await.map_err(err)?;
+        }
+        Ok(())
     }
 
     async fn reset(&self) -> Result<(), StoreError> {

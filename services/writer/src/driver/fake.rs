@@ -4,7 +4,7 @@
 use super::DeadLetters;
 use async_trait::async_trait;
 use pipeline_common::Message;
-use pipeline_stores::{Rejected, Store, StoreError, StoreKind, StoredId};
+use pipeline_stores::{Audited, Overwrite, Rejected, Store, StoreError, StoreKind};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -39,7 +39,7 @@ impl Store for Fake {
     async fn prepare(&self) -> Result<(), StoreError> {
         Ok(())
     }
-    async fn write(&self, batch: &[Message]) -> Result<Vec<Rejected>, StoreError> {
+    async fn write(&self, batch: &[Message], _: Overwrite) -> Result<Vec<Rejected>, StoreError> {
         *self.calls.lock().unwrap() += 1;
         if batch.iter().any(|m| m.id.starts_with("panic")) {
             panic!("adapter bug on {}", batch[0].id);
@@ -60,8 +60,14 @@ impl Store for Fake {
     async fn count(&self) -> Result<u64, StoreError> {
         Ok(self.stored.lock().unwrap().len() as u64)
     }
-    async fn ids(&self) -> Result<Vec<StoredId>, StoreError> {
+    async fn audit(&self) -> Result<Vec<Audited>, StoreError> {
         Ok(Vec::new())
+    }
+    async fn fetch(&self, _: &[String]) -> Result<Vec<Message>, StoreError> {
+        Ok(Vec::new())
+    }
+    async fn delete(&self, _: &[String]) -> Result<(), StoreError> {
+        Ok(())
     }
     async fn reset(&self) -> Result<(), StoreError> {
         Ok(())

@@ -19,7 +19,8 @@ use futures::FutureExt;
 use metrics::{counter, histogram};
 use pipeline_common::catalog;
 use pipeline_common::Message;
-use pipeline_stores::{Rejected, Store, StoreError};
+use pipeline_stores::isolate::{write_isolating, PartError};
+use pipeline_stores::{Overwrite, Rejected, Store, StoreError};
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
@@ -45,40 +46,35 @@ enum Failure {
 
 /// Writes `batch` to `store` until every record is either stored or refused for good. Returns
 /// the refused records (to be dead-lettered), or [`Panicked`].
-pub async fn store_batch(store: &dyn Store, batch: &[Message], backoff: Backoff) -> Result<Vec<Rejected>, Panicked> {
+pub async fn store_batch<'a>(
+    store: &'a dyn Store,
+    batch: &'a [Message],
+    backoff: Backoff,
+) -> Result<Vec<Rejected>, Panicked> {
     let name = store.kind().name();
     histogram!(catalog::WRITER_STORE_BATCH_RECORDS, "store" => name).record(batch.len() as f64);
-    let mut refused = Vec::new();
-    // Depth-first over halves, so records are still written roughly in offset order.
-    let mut todo: Vec<&[Message]> = vec![batch];
-    while let Some(part) = todo.pop() {
+    let attempt = |part: &'a [Message]| async move {
         match write_retrying(store, part, backoff).await {
             Ok(rejected) => {
                 counter!(catalog::WRITER_STORE_RECORDS_TOTAL, "store" => name)
                     .increment((part.len() - rejected.len()) as u64);
-                refused.extend(rejected);
+                Ok(rejected)
             }
             Err(Failure::Panic(message)) => {
                 counter!(catalog::WRITER_PANICS_TOTAL, "where" => "store_write").increment(1);
                 tracing::error!(store = name, panic = %message, "store write panicked");
-                return Err(Panicked { store: name, message });
+                Err(PartError::Fatal(Panicked { store: name, message }))
             }
-            Err(Failure::Store(e)) => match part {
-                [] => {}
-                [one] => {
+            Err(Failure::Store(e)) => {
+                if let [one] = part {
                     tracing::warn!(store = name, id = %one.id, error = %e, "record refused for good");
-                    refused.push(Rejected { id: one.id.clone(), reason: e.message });
                 }
-                _ => {
-                    counter!(catalog::WRITER_STORE_SPLITS_TOTAL, "store" => name).increment(1);
-                    let (a, b) = part.split_at(part.len() / 2);
-                    todo.push(b);
-                    todo.push(a);
-                }
-            },
+                Err(PartError::Refused(e.message))
+            }
         }
-    }
-    Ok(refused)
+    };
+    let split = || counter!(catalog::WRITER_STORE_SPLITS_TOTAL, "store" => name).increment(1);
+    write_isolating(batch, attempt, split).await
 }
 
 /// One part, retried while the failure is transient. Returns the store's own per-record
@@ -87,7 +83,7 @@ async fn write_retrying(store: &dyn Store, part: &[Message], backoff: Backoff) -
     let name = store.kind().name();
     let attempt = || async {
         let started = Instant::now();
-        let r = match AssertUnwindSafe(store.write(part)).catch_unwind().await {
+        let r = match AssertUnwindSafe(store.write(part, Overwrite::Older)).catch_unwind().await {
             Ok(r) => r.map_err(Failure::Store),
             Err(panic) => Err(Failure::Panic(panic_message(&*panic))),
         };

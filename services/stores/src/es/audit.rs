@@ -1,0 +1,85 @@
+//! Elasticsearch's audit side: every document's fingerprint (its `_source` and `_version`),
+//! documents fetched (`_mget`) and deleted (`_bulk`) by id.
+
+use super::store::{err, json_of, Doc, EsStore};
+use crate::{Audited, StoreError};
+use elasticsearch::{BulkOperation, BulkParts, MgetParts, SearchParts};
+use pipeline_common::digest::{Digest, Stored};
+use pipeline_common::message::Message;
+use serde_json::{json, Value};
+
+/// Page size when reading every document with `search_after`.
+const PAGE: usize = 5000;
+/// Ids per `_mget` or `_bulk` delete.
+const IDS_PER_REQUEST: usize = 1000;
+
+/// A hit's message, when its `_source` is one of ours and its `_version` a number.
+fn message_of(hit: &Value) -> Option<Message> {
+    let doc: Doc<'_> = serde::Deserialize::deserialize(&hit["_source"]).ok()?;
+    Some(Message {
+        id: doc.id.into_owned(),
+        sender: doc.sender.into_owned(),
+        recipient: doc.recipient.into_owned(),
+        body: doc.body.into_owned(),
+        sent_at: doc.sent_at,
+        version: hit["_version"].as_u64()?,
+    })
+}
+
+pub(super) async fn audit(es: &EsStore) -> Result<Vec<Audited>, StoreError> {
+    es.refresh().await?;
+    let mut out = Vec::new();
+    let mut after: Option<Value> = None;
+    loop {
+        let mut query = json!({ "size": PAGE, "version": true, "sort": [{ "id": "asc" }] });
+        if let Some(a) = after.take() {
+            query["search_after"] = a;
+        }
+        let resp = es.client.search(SearchParts::Index(&[&es.index])).body(query).send().await.map_err(err)?;
+        let body = json_of(resp, "search").await?;
+        let hits = body["hits"]["hits"].as_array().cloned().unwrap_or_default();
+        for h in &hits {
+            let digest = message_of(h).map(|m| Digest::of(Stored::from(&m)));
+            out.push(Audited { id: h["_id"].as_str().unwrap_or_default().to_string(), place: None, digest });
+        }
+        match hits.last() {
+            Some(last) if hits.len() == PAGE => after = Some(last["sort"].clone()),
+            _ => return Ok(out),
+        }
+    }
+}
+
+pub(super) async fn fetch(es: &EsStore, ids: &[String]) -> Result<Vec<Message>, StoreError> {
+    let mut out = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(IDS_PER_REQUEST) {
+        let resp =
+            es.client.mget(MgetParts::Index(&es.index)).body(json!({ "ids": chunk })).send().await.map_err(err)?;
+        let body = json_of(resp, "mget").await?;
+        // A document that is not a message is left out, like an absent one (audit reports it).
+        out.extend(body["docs"].as_array().into_iter().flatten().filter(|d| d["found"] == true).filter_map(message_of));
+    }
+    Ok(out)
+}
+
+pub(super) async fn delete(es: &EsStore, ids: &[String]) -> Result<(), StoreError> {
+    for chunk in ids.chunks(IDS_PER_REQUEST) {
+        let ops: Vec<BulkOperation<()>> = chunk.iter().map(|id| BulkOperation::delete(id).into()).collect();
+        let resp = es
+            .client
+            .bulk(BulkParts::Index(&es.index))
+            .filter_path(&["errors", "items.*.status", "items.*.error"])
+            .body(ops)
+            .send()
+            .await
+            .map_err(err)?;
+        let body = json_of(resp, "bulk delete").await?;
+        let failed = body["items"].as_array().into_iter().flatten().find(|i| {
+            // 404: not there, which is what a delete wants.
+            !matches!(i["delete"]["status"].as_u64(), Some(200..=299 | 404))
+        });
+        if let Some(item) = failed {
+            return Err(err(format!("bulk delete: {item}")));
+        }
+    }
+    Ok(())
+}

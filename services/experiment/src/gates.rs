@@ -236,12 +236,17 @@ fn reconcile(r: &RoundEvidence) -> Gate {
         .filter(|(_, c)| c["failure"].as_bool() == Some(true) && c["total"].as_u64().unwrap_or(0) > 0)
         .map(|(k, c)| format!("{k} {}", c["total"]))
         .collect();
-    let ok = code == Some(0) && clean && level == "ids";
+    // Content is compared by every reconcile that writes `content`; an older one did not.
+    let content = v.pointer("/content/compared").and_then(Value::as_bool) == Some(true);
+    let ok = code == Some(0) && clean && level == "ids" && content;
     let detail = if ok {
         let stored = v.pointer("/expected/accepted").map(|x| x.to_string()).unwrap_or_default();
-        format!("exact at id level ({stored} accepted ids in all four stores)")
+        let sent = v.pointer("/content/checked_against_sent").map(|x| x.to_string()).unwrap_or_default();
+        format!("exact at id level and content ({stored} accepted ids in all four stores, the same content in each; {sent} checked against what k6 sent)")
     } else if level != "ids" {
         format!("checked at level `{level}`, not ids (exit {code:?})")
+    } else if !content {
+        format!("content not compared (a reconcile older than content checks? exit {code:?})")
     } else {
         format!("MISMATCH at id level: {} (exit {code:?})", failing.join(", "))
     };

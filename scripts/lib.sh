@@ -15,6 +15,12 @@ venv_bin() {
   echo "$v/bin/$1"
 }
 
+# The lab's API key (scripts/stack up makes both files): every ingest a script starts reads the
+# hashed keys, every k6 run the token. Paths only: no token travels in the environment.
+_lab=${STACK_DIR:-$PIPELINE_ROOT/.stack}
+export INGEST_AUTH_KEYS=${INGEST_AUTH_KEYS:-$_lab/api-keys} INGEST_KEY_FILE=${INGEST_KEY_FILE:-$_lab/api.key}
+unset _lab
+
 # cpu_ticks PID: user + system CPU time of a process, all threads, in clock ticks (1/100 s),
 # from /proc/PID/stat; fails when the process is gone. The benchmark scripts' per-process CPU.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

@@ -7,6 +7,8 @@ import { setting, MEASURED, scriptNameOf } from './config.js';
 import { IDS_FILE, FORMAT, classOf, logIds, newRun, logRun, logEnd } from './ids.js';
 
 export const BASE = setting('INGEST_URL');
+// Where the ingest answers /healthz: its admin listener when it has one (--admin-listen).
+const ADMIN = __ENV.INGEST_ADMIN_URL || BASE;
 export const OUT = setting('SUMMARY_FILE');
 
 // Messages by answer, warm-up included (warm-up messages are stored too). `accepted` is what
@@ -33,8 +35,8 @@ export const thresholds = {
 };
 
 export function bootId() {
-  const r = http.get(`${BASE}/healthz`, { tags: { name: 'healthz' } });
-  if (r.status !== 200) throw new Error(`ingest not answering at ${BASE}/healthz: ${r.status} ${r.error}`);
+  const r = http.get(`${ADMIN}/healthz`, { tags: { name: 'healthz' } });
+  if (r.status !== 200) throw new Error(`ingest not answering at ${ADMIN}/healthz: ${r.status} ${r.error}`);
   return r.json('boot_id');
 }
 
@@ -55,11 +57,17 @@ export function handleSummary(data) {
 }
 
 /** POST parameters for one route. */
+// The API key: the token in the file INGEST_KEY_FILE names (scripts/stack up makes the lab's),
+// read once at init; without one the ingest answers 401 unless it runs with --auth none.
+const KEY_FILE = __ENV.INGEST_KEY_FILE || '';
+const KEY = KEY_FILE ? open(KEY_FILE).trim() : '';
+
 export function postParams(name, timeout = '10s') {
-  return { headers: { 'Content-Type': 'application/json' }, tags: { name }, timeout };
+  const headers = { 'Content-Type': 'application/json' };
+  if (KEY) headers.Authorization = `Bearer ${KEY}`;
+  return { headers, tags: { name }, timeout };
 }
 
-/** Records one response to a request that carried the messages with `ids`. */
 /** Counts and logs one response to the messages `msgs`. */
 export function record(res, msgs) {
   const cls = classOf(res.status);

@@ -133,6 +133,7 @@ async fn end_to_end_k6_closed_loop_reconciles() {
         .env("WARMUP_ROUNDS", "1")
         .env("WARMUP", "3s")
         .env("K6_NO_USAGE_REPORT", "true")
+        .env("INGEST_KEY_FILE", &pipeline_testkit::api_key().token_file)
         .output()
         .expect("run k6");
     assert!(

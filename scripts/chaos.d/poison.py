@@ -11,6 +11,7 @@ line per case. Exit 1 if a case failed its expectation.
 """
 import http.client
 import json
+import os
 import sys
 import time
 import urllib.parse
@@ -18,6 +19,9 @@ import urllib.parse
 url, out_dir, P = sys.argv[1], sys.argv[2], sys.argv[3]
 u = urllib.parse.urlsplit(url)
 MAXB = 16384
+# The API key (scripts/lib.sh points INGEST_KEY_FILE at the lab's token).
+KEY = open(os.environ["INGEST_KEY_FILE"]).read().strip() if os.environ.get("INGEST_KEY_FILE") else ""
+HEADERS = {"Content-Type": "application/json", **({"Authorization": f"Bearer {KEY}"} if KEY else {})}
 
 
 def msg(i, sender="poison-sender", recipient="poison-recipient", body="poison", sent_at=None):
@@ -126,7 +130,7 @@ def post(route, body):
     c = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=60)
     try:
         try:
-            c.request("POST", route, body=body, headers={"Content-Type": "application/json"})
+            c.request("POST", route, body=body, headers=HEADERS)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the server may answer (413) and close before reading all of a large body
         r = c.getresponse()

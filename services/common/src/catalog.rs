@@ -29,7 +29,17 @@ catalog! {
         "Start time of the process since the Unix epoch, in seconds.";
 
     counter INGEST_REQUESTS_TOTAL = "ingest_requests_total":
-        "HTTP requests answered, by route pattern and status code.";
+        "HTTP requests answered, by route pattern, status code and API key name (none: no key was needed or given).";
+    counter INGEST_AUTH_RELOADS_TOTAL = "ingest_auth_reloads_total":
+        "Reloads of the API keys file, by result (ok; refused: it did not parse and the keys in force were kept).";
+    counter INGEST_ACCEPTED_MESSAGES_TOTAL = "ingest_accepted_messages_total":
+        "Messages answered 202, by API key name.";
+    gauge INGEST_BODY_BUDGET_BYTES = "ingest_body_budget_bytes":
+        "Most bytes of request bodies being read or parsed at once (--body-budget-bytes).";
+    gauge INGEST_BODY_BYTES = "ingest_body_bytes":
+        "Bytes of request bodies being read or parsed, as of the last body read.";
+    counter INGEST_BODY_REFUSALS_TOTAL = "ingest_body_refusals_total":
+        "Requests refused while their body was read, by reason (budget: 503 busy, the body budget was spent; timeout: 408, the body did not arrive within --read-timeout-ms).";
     histogram INGEST_REQUEST_SECONDS = "ingest_request_seconds":
         "Time from request to answer, by route pattern, in seconds.";
     gauge INGEST_RING_CAPACITY = "ingest_ring_capacity":

@@ -16,10 +16,14 @@ use std::time::Duration;
 /// Timeout of one metadata or offsets request.
 pub const ADMIN_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The base client configuration: brokers and nothing else.
+/// The base configuration of every Kafka client any binary creates (admin clients, probes,
+/// producers, consumers, reconcile's readers): the brokers and `--kafka-options` /
+/// `--kafka-options-file`, so one security configuration reaches them all, the way Kafka
+/// Connect applies its worker's settings to every client.
 pub fn client_config(args: &KafkaArgs) -> ClientConfig {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", &args.brokers);
+    args.apply(&mut c);
     c
 }
 

@@ -11,6 +11,7 @@ pub mod kafka;
 pub mod message;
 pub mod procstat;
 pub mod record;
+pub mod secret;
 pub mod telemetry;
 pub mod version;
 

@@ -86,6 +86,7 @@ pub async fn run(job: &K6Job<'_>, t0: Instant, sampler: &Sampler) -> Result<K6Ru
         ("K6_NO_USAGE_REPORT".into(), "true".into()),
         ("RUN_ID".into(), job.run_id.clone()),
     ];
+    env.extend(crate::paths::lab_key_env(job.root));
     match job.plan.load {
         LoadKind::Closed => env.push(("VUS".into(), job.point.to_string())),
         LoadKind::Batch => {

@@ -21,6 +21,23 @@ pub fn cache_dir() -> PathBuf {
     }
 }
 
+/// The native stack's folder: `$STACK_DIR`, default `<root>/.stack` (as scripts/stack).
+pub fn stack_dir(root: &Path) -> PathBuf {
+    std::env::var_os("STACK_DIR").map(PathBuf::from).unwrap_or_else(|| root.join(".stack"))
+}
+
+/// The lab's API key, for the ingest (`INGEST_AUTH_KEYS`, the hashed keys) and k6
+/// (`INGEST_KEY_FILE`, the token): the files `scripts/stack up` makes, unless the environment
+/// names others (it is passed on to every process anyway). Only the paths travel, never a token.
+pub fn lab_key_env(root: &Path) -> Vec<(String, String)> {
+    let stack = stack_dir(root);
+    [("INGEST_AUTH_KEYS", "api-keys"), ("INGEST_KEY_FILE", "api.key")]
+        .into_iter()
+        .filter(|(var, _)| std::env::var_os(var).is_none())
+        .map(|(var, file)| (var.to_string(), stack.join(file).display().to_string()))
+        .collect()
+}
+
 /// The checkout: `given`, else the first folder upwards from the current one that holds
 /// `scripts/stack` and `k6/closed-loop.js`.
 pub fn root(given: Option<&Path>) -> Result<PathBuf, PathError> {

@@ -170,7 +170,7 @@ fn clock_ticks() -> f64 {
 /// (`$STACK_DIR` or `<root>/.stack`; OpenSearch's in `$PIPELINE_CACHE/opensearch-2.4.1`). Servers
 /// not running, or started some other way, are left out (and the report says which it sampled).
 pub fn server_pids(root: &Path) -> Vec<(String, u32)> {
-    let stack = std::env::var_os("STACK_DIR").map(PathBuf::from).unwrap_or_else(|| root.join(".stack"));
+    let stack = crate::paths::stack_dir(root);
     let mut files: Vec<(&str, PathBuf)> =
         ["mysql", "redis", "kafka", "mongo"].iter().map(|n| (*n, stack.join(format!("{n}.pid")))).collect();
     files.push(("es", crate::paths::cache_dir().join("opensearch-2.4.1/pid")));

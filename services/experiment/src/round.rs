@@ -163,7 +163,8 @@ async fn steps(
         return Ok((Some(writer), None));
     }
 
-    let ingest_env = vec![("INGEST_LISTEN".to_string(), ctx.ingest_addr.clone())];
+    let mut ingest_env = vec![("INGEST_LISTEN".to_string(), ctx.ingest_addr.clone())];
+    ingest_env.extend(crate::paths::lab_key_env(&ctx.root));
     let base = format!("http://{}", ctx.ingest_addr);
     let bin = ctx.bins.join("ingest");
     let log = dir.join("ingest.log");

@@ -28,6 +28,8 @@ async fn namespace() -> Vec<(String, String)> {
         ("KAFKA_TOPIC", name.clone()),
         ("KAFKA_GROUP", format!("{name}_group")),
         ("WRITER_DLQ_TOPIC", format!("{name}.dlq")),
+        ("INGEST_AUTH_KEYS", pipeline_testkit::api_key().keys_file.display().to_string()),
+        ("INGEST_KEY_FILE", pipeline_testkit::api_key().token_file.display().to_string()),
         ("MYSQL_URL", mysql.to_string()),
         ("REDIS_URL", redis.to_string()),
         ("ES_INDEX", name.clone()),

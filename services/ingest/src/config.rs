@@ -1,9 +1,10 @@
 //! The ingest's configuration: flags with environment variables; defaults = the reference experiment's front half
 //! (ring of 2^17 slots in front of a Kafka producer, topic of 4 partitions).
 
-use clap::{Parser, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 use pipeline_common::config::{KafkaArgs, KafkaOptions};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -15,12 +16,62 @@ pub enum AckMode {
     Ring,
 }
 
+/// Who may write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AuthMode {
+    /// Every API request needs a bearer token whose hash is in --auth-keys.
+    Keys,
+    /// Anyone who reaches the port may write: a lab without a network to protect (logged loudly
+    /// at start).
+    None,
+}
+
+/// What `ingest` does besides serving.
+#[derive(Debug, Clone, Subcommand)]
+pub enum Cmd {
+    /// API keys for --auth-keys.
+    Key {
+        #[command(subcommand)]
+        cmd: KeyCmd,
+    },
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum KeyCmd {
+    /// Makes a random token; prints the keys-file line (`NAME sha256:HEX`) on standard output.
+    New {
+        /// The key's name: in the metrics and the access log (1-64 of [A-Za-z0-9_.-]).
+        name: String,
+        /// Writes the token to this new file (mode 0600) instead of standard error.
+        #[arg(long)]
+        token_out: Option<PathBuf>,
+    },
+}
+
 #[derive(Debug, Clone, Parser)]
 #[command(name = "ingest", about = "HTTP → disruptor ring → Kafka, with honest acknowledgements")]
 pub struct IngestConfig {
+    #[command(subcommand)]
+    pub cmd: Option<Cmd>,
+    /// Who may write: `keys` (each API request's bearer token must be in --auth-keys) or `none`
+    /// (anyone who reaches the port; for a lab, logged loudly at start). docs/security.md.
+    #[arg(long, env = "INGEST_AUTH", value_enum, default_value_t = AuthMode::Keys)]
+    pub auth: AuthMode,
+    /// The API keys file: one `NAME sha256:HEX` per line (`ingest key new NAME` makes a key).
+    /// Read again on SIGHUP and when it changes.
+    #[arg(long, env = "INGEST_AUTH_KEYS")]
+    pub auth_keys: Option<PathBuf>,
+    /// The access log (tracing target `access`, one line per request: key, client, route,
+    /// status, messages, bytes, latency) logs one request in every N: 1 logs all, 0 none.
+    #[arg(long, env = "INGEST_ACCESS_LOG_EVERY", default_value_t = 1)]
+    pub access_log_every: u64,
     /// Address the HTTP API listens on.
     #[arg(long, env = "INGEST_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
+    /// Address of the admin listener (/healthz, /readyz, /metrics), kept off the API's port,
+    /// e.g. on a network only the operators' tools reach. Unset: they are served beside the API.
+    #[arg(long, env = "INGEST_ADMIN_LISTEN")]
+    pub admin_listen: Option<SocketAddr>,
     #[command(flatten)]
     pub kafka: KafkaArgs,
     /// When to answer 202.
@@ -87,6 +138,24 @@ pub struct IngestConfig {
     /// tie (`pipeline_common::version`, docs/trust.md "A re-used id").
     #[arg(long, env = "INGEST_ID", value_parser = clap::value_parser!(u16).range(0..=i64::from(pipeline_common::version::MAX_INSTANCE)))]
     pub ingest_id: Option<u16>,
+    /// Longest a request's body may take to arrive after its head, in milliseconds: past it,
+    /// 408 and the connection closed (a client trickling a body cannot hold a connection and its
+    /// buffer).
+    #[arg(long, env = "INGEST_READ_TIMEOUT_MS", default_value_t = 10_000)]
+    pub read_timeout_ms: u64,
+    /// Longest a request's head (method, path, headers) may take to arrive, in milliseconds.
+    #[arg(long, env = "INGEST_HEAD_TIMEOUT_MS", default_value_t = 5_000)]
+    pub head_timeout_ms: u64,
+    /// Most bytes of request bodies being read or parsed at once, over all connections: a
+    /// request that would pass it gets 503 `busy` at once.
+    #[arg(long, env = "INGEST_BODY_BUDGET_BYTES", default_value_t = 64 << 20)]
+    pub body_budget_bytes: usize,
+    /// Most open client connections (over all HTTP workers); more wait in the kernel's backlog.
+    #[arg(long, env = "INGEST_MAX_CONNECTIONS", default_value_t = 4096)]
+    pub max_connections: usize,
+    /// How long an idle keep-alive connection stays open, in seconds.
+    #[arg(long, env = "INGEST_KEEP_ALIVE_SECS", default_value_t = 5)]
+    pub keep_alive_secs: u64,
     /// HTTP worker threads (0 = one per core).
     #[arg(long, env = "INGEST_WORKERS", default_value_t = 0)]
     pub workers: usize,
@@ -109,6 +178,10 @@ fn power_of_two(s: &str) -> Result<usize, String> {
 impl IngestConfig {
     pub fn deadline(&self) -> Duration {
         Duration::from_millis(self.deadline_ms)
+    }
+
+    pub fn read_timeout(&self) -> Duration {
+        Duration::from_millis(self.read_timeout_ms)
     }
 
     /// Settings that are each valid but wrong together.

@@ -1,14 +1,18 @@
 //! The ingest service: HTTP → disruptor ring → Kafka.
 //!
-//! [`routes`] validates and answers; [`ring`] decouples the HTTP workers from the producer and
+//! [`auth`] decides who may write; [`routes`] validates and answers; [`ring`] decouples the HTTP workers from the producer and
 //! [`gather`]s their records;
 //! [`kafka`] publishes and turns delivery reports into acknowledgements, to the partition
 //! [`partitions`] picks; [`startup`] wires it.
 
+pub mod answer;
+pub mod auth;
+pub mod body;
 pub mod config;
 pub mod gather;
 pub mod kafka;
 pub mod partitions;
+pub mod ready;
 pub mod ring;
 pub mod routes;
 pub mod startup;

@@ -1,5 +1,5 @@
 use clap::Parser;
-use ingest::config::IngestConfig;
+use ingest::config::{Cmd, IngestConfig, KeyCmd};
 use ingest::startup::Application;
 use pipeline_common::telemetry;
 
@@ -14,5 +14,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 async fn main() -> anyhow::Result<()> {
     telemetry::init_tracing();
     let cfg = IngestConfig::parse();
+    if let Some(Cmd::Key { cmd: KeyCmd::New { name, token_out } }) = &cfg.cmd {
+        return ingest::auth::new_key(name, token_out.as_deref());
+    }
     Application::build(cfg).await?.run().await
 }

@@ -12,109 +12,25 @@
 //!
 //! A client that loses the connection after sending must treat the request as uncertain too.
 
+use crate::answer::ApiError;
+use crate::body::{self, BatchError, BodyBudget, Bounds};
 use crate::config::{AckMode, IngestConfig};
-use crate::kafka::{Delivery, Publisher, RequestAck};
+use crate::kafka::{Delivery, RequestAck};
 use crate::ring::{Entry, Ring};
-use actix_web::http::{header, StatusCode};
+use crate::telemetry_mw::Accepted;
+use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
-use futures::StreamExt;
-use metrics::counter;
-use pipeline_common::catalog;
 use pipeline_common::message::{FieldError, Limits, Message, NewMessage};
 use pipeline_common::record;
 use pipeline_common::telemetry;
 use pipeline_common::version::VersionClock;
 use serde_json::{json, Value};
 use std::cell::RefCell;
-use std::fmt;
 use time::OffsetDateTime;
 use tokio::sync::oneshot;
 
 /// Each HTTP worker's own ring producer handle (workers are single-threaded).
 pub struct WorkerRing(pub RefCell<Ring>);
-
-#[derive(Debug)]
-pub struct ApiError {
-    status: StatusCode,
-    code: &'static str,
-    detail: Value,
-    retry_after: Option<u64>,
-    /// The request's message ids, for an `uncertain` answer.
-    ids: Option<Vec<String>>,
-}
-
-impl ApiError {
-    fn new(status: StatusCode, code: &'static str, detail: impl Into<Value>) -> Self {
-        ApiError { status, code, detail: detail.into(), retry_after: None, ids: None }
-    }
-    /// 503: nothing was written.
-    fn unavailable(code: &'static str, detail: &str, retry_after: u64) -> Self {
-        ApiError { retry_after: Some(retry_after), ..Self::new(StatusCode::SERVICE_UNAVAILABLE, code, detail) }
-    }
-    /// 504: the messages may or may not be stored.
-    fn uncertain(detail: &str, retry_after: u64, msgs: &[Message]) -> Self {
-        counter!(catalog::INGEST_UNCERTAIN_MESSAGES_TOTAL).increment(msgs.len() as u64);
-        ApiError {
-            retry_after: Some(retry_after),
-            ids: Some(msgs.iter().map(|m| m.id.clone()).collect()),
-            ..Self::new(StatusCode::GATEWAY_TIMEOUT, "uncertain", detail)
-        }
-    }
-}
-
-impl fmt::Display for ApiError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.code, self.detail)
-    }
-}
-
-impl ResponseError for ApiError {
-    fn status_code(&self) -> StatusCode {
-        self.status
-    }
-    fn error_response(&self) -> HttpResponse {
-        let mut resp = HttpResponse::build(self.status);
-        if let Some(s) = self.retry_after {
-            resp.insert_header((header::RETRY_AFTER, s.to_string()));
-        }
-        match &self.ids {
-            Some(ids) => resp.json(json!({ "error": self.code, "detail": self.detail, "ids": ids })),
-            None => resp.json(json!({ "error": self.code, "detail": self.detail })),
-        }
-    }
-}
-
-/// Checks the content type and reads the body up to the limit, without buffering past it.
-async fn read_json_body(req: &HttpRequest, mut payload: web::Payload, limit: usize) -> Result<web::BytesMut, ApiError> {
-    let ct = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let mime = ct.split(';').next().unwrap_or("").trim();
-    if !mime.eq_ignore_ascii_case("application/json") {
-        return Err(ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
-            format!("Content-Type must be application/json, got `{ct}`"),
-        ));
-    }
-    let too_large =
-        || ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", format!("body over {limit} bytes"));
-    if req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
-        .is_some_and(|n| n > limit)
-    {
-        return Err(too_large());
-    }
-    let mut body = web::BytesMut::new();
-    while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_body", e.to_string()))?;
-        if body.len() + chunk.len() > limit {
-            return Err(too_large());
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
-}
 
 /// Syntax errors are 400 with line and column; well-formed JSON of the wrong shape is 422.
 fn json_error(e: serde_json::Error) -> ApiError {
@@ -185,48 +101,51 @@ async fn publish(cfg: &IngestConfig, ring: &WorkerRing, msgs: &[Message]) -> Res
     await_ack(cfg, rx, msgs).await
 }
 
+fn bounds<'a>(cfg: &IngestConfig, budget: &'a BodyBudget, limit: usize) -> Bounds<'a> {
+    Bounds { limit, deadline: cfg.read_timeout(), budget, retry_after: cfg.retry_after_secs }
+}
+
 pub async fn post_message(
     req: HttpRequest,
-    body: web::Payload,
+    payload: web::Payload,
     cfg: web::Data<IngestConfig>,
     ring: web::Data<WorkerRing>,
     clock: web::Data<VersionClock>,
+    budget: web::Data<BodyBudget>,
 ) -> Result<HttpResponse, ApiError> {
-    let bytes = read_json_body(&req, body, cfg.max_message_request_bytes()).await?;
-    let new: NewMessage = serde_json::from_slice(&bytes).map_err(json_error)?;
+    let body = body::read_json(&req, payload, bounds(&cfg, &budget, cfg.max_message_request_bytes())).await?;
+    let new: NewMessage = serde_json::from_slice(&body.bytes).map_err(json_error)?;
+    drop(body);
     let now = OffsetDateTime::now_utc();
     let msg = new.into_message(limits(&cfg), now, clock.next(now)).map_err(|errs| {
         ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_message", Value::Array(field_errors(None, &errs)))
     })?;
     publish(&cfg, &ring, std::slice::from_ref(&msg)).await?;
-    Ok(HttpResponse::Accepted().json(json!({ "id": msg.id, "version": msg.version })))
+    let mut resp = HttpResponse::Accepted().json(json!({ "id": msg.id, "version": msg.version }));
+    resp.extensions_mut().insert(Accepted(1));
+    Ok(resp)
 }
 
 pub async fn post_batch(
     req: HttpRequest,
-    body: web::Payload,
+    payload: web::Payload,
     cfg: web::Data<IngestConfig>,
     ring: web::Data<WorkerRing>,
     clock: web::Data<VersionClock>,
+    budget: web::Data<BodyBudget>,
 ) -> Result<HttpResponse, ApiError> {
-    let bytes = read_json_body(&req, body, cfg.max_request_bytes).await?;
-    // A well-formed batch parses in one pass, straight into messages; only a bad one goes
-    // through a JSON tree, to report every bad item by its index. (The tree for every batch
-    // was 14 % of the ingest's CPU samples under batch load.)
-    let msgs = match serde_json::from_slice::<Vec<NewMessage>>(&bytes) {
-        Ok(items) if !items.is_empty() && items.len() <= cfg.max_batch => {
-            validate(&cfg, &clock, items.into_iter().map(Ok::<_, std::convert::Infallible>))
-        }
-        // Freed before the slow path builds its tree: a body of the largest size is not held
-        // twice.
-        parsed => {
-            drop(parsed);
-            validate_each(&cfg, &clock, &bytes)
-        }
-    }?;
+    let body = body::read_json(&req, payload, bounds(&cfg, &budget, cfg.max_request_bytes)).await?;
+    // A well-formed batch parses in one pass, straight into messages; a bad one is taken apart
+    // item by item, its count checked as it is read (`crate::body`).
+    let items = body::parse_batch(&body.bytes, cfg.max_batch).map_err(|e| batch_error(&cfg, e))?;
+    drop(body);
+    let msgs = validate(&cfg, &clock, items)?;
     publish(&cfg, &ring, &msgs).await?;
     let versions = msgs.iter().map(|m| m.version).collect();
-    Ok(HttpResponse::Accepted().json(AcceptedBatch { ids: msgs.iter().map(|m| m.id.as_str()).collect(), versions }))
+    let mut resp =
+        HttpResponse::Accepted().json(AcceptedBatch { ids: msgs.iter().map(|m| m.id.as_str()).collect(), versions });
+    resp.extensions_mut().insert(Accepted(msgs.len()));
+    Ok(resp)
 }
 
 /// A batch's 202 body, serialized straight from the ids (no JSON tree of copies per request):
@@ -237,24 +156,17 @@ struct AcceptedBatch<'a> {
     versions: Vec<u64>,
 }
 
-/// Validates a batch's items: all valid, or a 422 naming each bad item or field by index.
+/// Validates a batch's items: all valid, or a 422 naming each bad field by its item's index.
+/// Items are stamped in order, so a later item with the id of an earlier one is the newer version.
 // The large error is the HTTP answer itself, built at most once per bad request.
 #[allow(clippy::result_large_err)]
-/// Items are stamped in order, so a later item with the id of an earlier one is the newer version.
-fn validate<E: fmt::Display>(
-    cfg: &IngestConfig,
-    clock: &VersionClock,
-    items: impl ExactSizeIterator<Item = Result<NewMessage, E>>,
-) -> Result<Vec<Message>, ApiError> {
+fn validate(cfg: &IngestConfig, clock: &VersionClock, items: Vec<NewMessage>) -> Result<Vec<Message>, ApiError> {
     let now = OffsetDateTime::now_utc();
     let (mut msgs, mut bad) = (Vec::with_capacity(items.len()), Vec::new());
-    for (i, item) in items.enumerate() {
-        match item {
-            Err(e) => bad.push(json!({ "index": i, "field": null, "reason": e.to_string() })),
-            Ok(new) => match new.into_message(limits(cfg), now, clock.next(now)) {
-                Ok(m) => msgs.push(m),
-                Err(errs) => bad.extend(field_errors(Some(i), &errs)),
-            },
+    for (i, new) in items.into_iter().enumerate() {
+        match new.into_message(limits(cfg), now, clock.next(now)) {
+            Ok(m) => msgs.push(m),
+            Err(errs) => bad.extend(field_errors(Some(i), &errs)),
         }
     }
     if !bad.is_empty() {
@@ -263,47 +175,39 @@ fn validate<E: fmt::Display>(
     Ok(msgs)
 }
 
-/// The slow path for a batch that did not parse as 1 to `max_batch` messages: says why, item by
-/// item.
-#[allow(clippy::result_large_err)] // as for `validate`
-fn validate_each(cfg: &IngestConfig, clock: &VersionClock, bytes: &[u8]) -> Result<Vec<Message>, ApiError> {
-    let items: Vec<Value> = match serde_json::from_slice::<Value>(bytes).map_err(json_error)? {
-        Value::Array(items) => items,
-        _ => {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_batch",
-                "the body must be a JSON array",
-            ))
+/// The answer to a batch body that is not a list of 1 to `--max-batch` valid messages.
+fn batch_error(cfg: &IngestConfig, e: BatchError) -> ApiError {
+    let invalid = |detail: Value| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_batch", detail);
+    match e {
+        BatchError::Syntax(e) => json_error(e),
+        BatchError::NotArray => invalid("the body must be a JSON array of messages".into()),
+        BatchError::Count(n) => {
+            let got = n.map_or(format!("more than {}", cfg.max_batch), |n| n.to_string());
+            invalid(format!("a batch holds 1 to {} messages, got {got}", cfg.max_batch).into())
         }
-    };
-    if items.is_empty() || items.len() > cfg.max_batch {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_batch",
-            format!("a batch holds 1 to {} messages, got {}", cfg.max_batch, items.len()),
-        ));
+        BatchError::Items { bad, parsed } => {
+            let now = OffsetDateTime::now_utc();
+            let mut all: Vec<(usize, Value)> = bad
+                .into_iter()
+                .map(|(i, reason)| (i, json!({ "index": i, "field": null, "reason": reason })))
+                .collect();
+            for (i, new) in parsed {
+                if let Err(errs) = new.into_message(limits(cfg), now, 0) {
+                    all.extend(field_errors(Some(i), &errs).into_iter().map(|e| (i, e)));
+                }
+            }
+            all.sort_by_key(|(i, _)| *i);
+            invalid(Value::Array(all.into_iter().map(|(_, e)| e).collect()))
+        }
     }
-    validate(cfg, clock, items.into_iter().map(serde_json::from_value::<NewMessage>))
 }
 
 pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(telemetry::health())
 }
 
-pub async fn readyz(publisher: web::Data<Publisher>) -> HttpResponse {
-    let publisher = publisher.into_inner();
-    let found = tokio::task::spawn_blocking(move || publisher.partition_count()).await;
-    match found {
-        Ok(Ok(Some(n))) => HttpResponse::Ok().json(json!({ "status": "ready", "partitions": n })),
-        Ok(Ok(None)) => {
-            HttpResponse::ServiceUnavailable().json(json!({ "status": "not_ready", "detail": "topic missing" }))
-        }
-        Ok(Err(e)) => {
-            HttpResponse::ServiceUnavailable().json(json!({ "status": "not_ready", "detail": e.to_string() }))
-        }
-        Err(e) => HttpResponse::ServiceUnavailable().json(json!({ "status": "not_ready", "detail": e.to_string() })),
-    }
+pub async fn readyz(ready: web::Data<crate::ready::Readiness>) -> HttpResponse {
+    ready.answer()
 }
 
 pub async fn metrics(handle: web::Data<metrics_exporter_prometheus::PrometheusHandle>) -> HttpResponse {

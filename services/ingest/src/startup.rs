@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 pub struct Application {
     port: u16,
     server: Server,
+    /// The admin listener (`--admin-listen`), stopped when the API server has stopped.
+    admin: Option<Server>,
     ring: Ring,
     drained: Drained,
     publisher: Publisher,
@@ -40,6 +42,9 @@ impl Application {
         });
         let publisher = Publisher::new(&cfg).context("creating the Kafka producer")?;
         tokio::spawn(crate::partitions::keep_count(publisher.clone()));
+        let ready = crate::ready::Readiness::new();
+        tokio::spawn(ready.clone().keep(publisher.clone()));
+        let ready = web::Data::from(ready);
         let (ring, drained) = Ring::start(
             RingOptions {
                 size: cfg.ring_size,
@@ -59,29 +64,65 @@ impl Application {
         let instance = cfg.ingest_id.unwrap_or_else(random_instance);
         tracing::info!(ingest_id = instance, "stamping versions as this ingest");
         let clock = web::Data::new(VersionClock::new(instance));
+        let auth = crate::auth::Auth::from_config(&cfg)?;
+        tokio::spawn(auth.clone().watch());
+        let auth = web::Data::from(auth);
+        let budget = web::Data::new(crate::body::BodyBudget::new(cfg.body_budget_bytes));
+        let (head_timeout, keep_alive) =
+            (Duration::from_millis(cfg.head_timeout_ms), Duration::from_secs(cfg.keep_alive_secs));
+        let per_worker = cfg.max_connections.div_ceil(workers).max(1);
+        // With --admin-listen, /healthz, /readyz and /metrics are served there only; without
+        // it, beside the API (docs/security.md).
+        let admin = match cfg.admin_listen {
+            Some(addr) => {
+                let listener = TcpListener::bind(addr).with_context(|| format!("binding the admin listener {addr}"))?;
+                let (ready, handle) = (ready.clone(), handle.clone());
+                let server = HttpServer::new(move || {
+                    App::new()
+                        .app_data(ready.clone())
+                        .app_data(web::Data::new(handle.clone()))
+                        .configure(admin_routes)
+                        .default_service(web::to(routes::not_found))
+                })
+                .workers(1)
+                .disable_signals()
+                .listen(listener)?
+                .run();
+                tracing::info!(%addr, "admin listener: /healthz, /readyz, /metrics");
+                Some(server)
+            }
+            None => None,
+        };
+        let public_admin = admin.is_none();
         let settings = web::Data::new(cfg);
         let worker_ring = ring.clone();
-        let shared_publisher = web::Data::new(publisher.clone());
         let server = HttpServer::new(move || {
-            App::new()
+            let app = App::new()
                 .wrap(middleware::from_fn(crate::telemetry_mw::record))
                 .app_data(settings.clone())
                 .app_data(clock.clone())
-                .app_data(shared_publisher.clone())
+                .app_data(auth.clone())
+                .app_data(budget.clone())
+                .app_data(ready.clone())
                 .app_data(web::Data::new(handle.clone()))
                 .app_data(web::Data::new(WorkerRing(RefCell::new(worker_ring.clone()))))
-                .route("/v1/messages", web::post().to(routes::post_message))
-                .route("/v1/messages/batch", web::post().to(routes::post_batch))
-                .route("/healthz", web::get().to(routes::healthz))
-                .route("/readyz", web::get().to(routes::readyz))
-                .route("/metrics", web::get().to(routes::metrics))
-                .default_service(web::to(routes::not_found))
+                .service(
+                    web::scope("/v1")
+                        .wrap(middleware::from_fn(crate::auth::require_key))
+                        .route("/messages", web::post().to(routes::post_message))
+                        .route("/messages/batch", web::post().to(routes::post_batch)),
+                );
+            let app = if public_admin { app.configure(admin_routes) } else { app };
+            app.default_service(web::to(routes::not_found))
         })
         .workers(workers)
+        .client_request_timeout(head_timeout)
+        .keep_alive(keep_alive)
+        .max_connections(per_worker)
         .shutdown_timeout(shutdown_grace.as_secs())
         .listen(listener)?
         .run();
-        Ok(Application { port, server, ring, drained, publisher })
+        Ok(Application { port, server, admin, ring, drained, publisher })
     }
 
     pub fn port(&self) -> u16 {
@@ -95,7 +136,15 @@ impl Application {
         // If this future is dropped instead of finishing (a test's runtime ending), records
         // stuck behind a dead broker give up at once, so dropping the ring cannot hang.
         let _close_on_drop = CloseOnDrop(self.publisher.clone());
+        let admin = self.admin.map(|s| {
+            let handle = s.handle();
+            tokio::spawn(s);
+            handle
+        });
         self.server.await?;
+        if let Some(h) = admin {
+            h.stop(false).await;
+        }
         let started = Instant::now();
         self.publisher.close(Duration::from_secs(30));
         // Once every ring handle is gone the consumer drains the ring, sends what it gathered and
@@ -113,6 +162,13 @@ impl Application {
         tracing::info!(drain_ms = started.elapsed().as_millis() as u64, "ring drained and producer flushed; bye");
         Ok(())
     }
+}
+
+/// What the admin listener serves: liveness, readiness and the metrics.
+fn admin_routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/healthz", web::get().to(routes::healthz))
+        .route("/readyz", web::get().to(routes::readyz))
+        .route("/metrics", web::get().to(routes::metrics));
 }
 
 struct CloseOnDrop(Publisher);

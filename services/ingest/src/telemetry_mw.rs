@@ -1,12 +1,29 @@
-//! Request metrics: `ingest_requests_total{route,status}` and
-//! `ingest_request_seconds{route}`, labelled by route pattern (never by raw path).
+//! Request metrics and the access log.
+//!
+//! Metrics: `ingest_requests_total{route,status,key}` and `ingest_request_seconds{route}`,
+//! labelled by route pattern (never by raw path) and API key name (the names in the keys file:
+//! a bounded set). The access log is one structured line per request (tracing target `access`):
+//! time, key name, client address, route, status, messages accepted, body bytes, latency; one
+//! request in every `--access-log-every` is logged (0: none).
 
+use crate::auth::KeyName;
+use crate::config::IngestConfig;
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header;
 use actix_web::middleware::Next;
+use actix_web::{web, HttpMessage};
 use metrics::{counter, histogram};
 use pipeline_common::catalog;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
+
+/// How many messages a response accepted (set by the handlers on a 202).
+#[derive(Debug, Clone, Copy)]
+pub struct Accepted(pub usize);
+
+static SEEN: AtomicU64 = AtomicU64::new(0);
 
 pub async fn record(
     req: ServiceRequest,
@@ -14,12 +31,37 @@ pub async fn record(
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let started = Instant::now();
     let route = req.match_pattern().unwrap_or_else(|| "unmatched".into());
+    let every = req.app_data::<web::Data<IngestConfig>>().map_or(1, |c| c.access_log_every);
+    let client = req.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
+    let bytes: u64 = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse().ok()).unwrap_or(0);
     let res = next.call(req).await;
-    let status = match &res {
-        Ok(r) => r.status().as_u16(),
-        Err(e) => e.as_response_error().status_code().as_u16(),
+    let (status, key, messages) = match &res {
+        Ok(r) => (
+            r.status().as_u16(),
+            r.request().extensions().get::<KeyName>().map(|k| k.0.clone()),
+            r.response().extensions().get::<Accepted>().map_or(0, |a| a.0),
+        ),
+        Err(e) => (e.as_response_error().status_code().as_u16(), None, 0),
     };
-    counter!(catalog::INGEST_REQUESTS_TOTAL, "route" => route.clone(), "status" => status.to_string()).increment(1);
-    histogram!(catalog::INGEST_REQUEST_SECONDS, "route" => route).record(started.elapsed().as_secs_f64());
+    let key = key.unwrap_or_else(|| Arc::from("none"));
+    let elapsed = started.elapsed();
+    counter!(catalog::INGEST_REQUESTS_TOTAL, "route" => route.clone(), "status" => status.to_string(), "key" => key.to_string())
+        .increment(1);
+    histogram!(catalog::INGEST_REQUEST_SECONDS, "route" => route.clone()).record(elapsed.as_secs_f64());
+    if messages > 0 {
+        counter!(catalog::INGEST_ACCEPTED_MESSAGES_TOTAL, "key" => key.to_string()).increment(messages as u64);
+    }
+    if every > 0 && SEEN.fetch_add(1, Ordering::Relaxed) % every == 0 {
+        tracing::info!(
+            target: "access",
+            key = %key,
+            client = %client,
+            route = %route,
+            status,
+            messages,
+            bytes,
+            latency_ms = elapsed.as_secs_f64() * 1000.0,
+        );
+    }
     res
 }

@@ -20,13 +20,14 @@ struct TestApp {
 /// Builds and serves the app with `args` (plus the namespace's Kafka settings) on a free port.
 async fn spawn(ns: &Namespace, brokers: Option<&str>, args: &[&str]) -> TestApp {
     let mut argv = vec!["ingest".to_string(), "--listen".into(), "127.0.0.1:0".into()];
+    argv.extend(pipeline_testkit::auth_args());
     argv.extend(["--kafka-brokers".into(), brokers.unwrap_or(&ns.kafka.brokers).to_string()]);
     argv.extend(["--kafka-topic".into(), ns.kafka.topic.clone()]);
     argv.extend(args.iter().map(|s| s.to_string()));
     let app = Application::build(IngestConfig::parse_from(argv)).await.expect("build app");
     let base = format!("http://127.0.0.1:{}", app.port());
     tokio::spawn(app.run());
-    TestApp { base, client: reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap() }
+    TestApp { base, client: pipeline_testkit::client_builder().timeout(Duration::from_secs(30)).build().unwrap() }
 }
 
 impl TestApp {

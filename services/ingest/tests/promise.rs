@@ -142,7 +142,7 @@ async fn every_accepted_message_lands_unchanged_in_all_four_stores() {
     let base = format!("http://127.0.0.1:{port}/v1/messages");
     // Idle connections are dropped before actix's 5 s keep-alive closes them, so a request is
     // never sent on a connection the server is closing at that moment (hyper: IncompleteMessage).
-    let client = reqwest::Client::builder()
+    let client = pipeline_testkit::client_builder()
         .timeout(Duration::from_secs(30))
         .pool_idle_timeout(Duration::from_secs(2))
         .build()

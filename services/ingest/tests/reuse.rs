@@ -91,7 +91,7 @@ async fn a_reused_id_ends_as_the_last_accepted_version_in_every_store() {
     // with PIPELINE_BIN_DIR, finds the schema it knows.
     let stores = ns.connect_stores().await;
     let (p1, p2, port) = (free_port(), free_port(), free_port());
-    let client = reqwest::Client::builder()
+    let client = pipeline_testkit::client_builder()
         .timeout(Duration::from_secs(30))
         .pool_idle_timeout(Duration::from_secs(2))
         .build()

@@ -25,7 +25,7 @@ async fn sigterm_under_load(args: &[&str]) {
     let port = free_port();
     let mut ingest = ns.spawn("ingest", args, &[("INGEST_LISTEN", format!("127.0.0.1:{port}"))]);
     let base = format!("http://127.0.0.1:{port}");
-    let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
+    let client = pipeline_testkit::client_builder().timeout(Duration::from_secs(10)).build().unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     while !client.get(format!("{base}/readyz")).send().await.map(|r| r.status().is_success()).unwrap_or(false) {
         assert!(Instant::now() < deadline, "ingest not ready");

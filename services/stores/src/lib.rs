@@ -112,6 +112,25 @@ pub trait Store: Send + Sync {
     async fn reset(&self) -> Result<(), StoreError>;
 }
 
+/// A store URL's value: the file's content when a `--<store>-url-file` names one. A file that
+/// cannot be read is a permanent error (nothing will change by asking again).
+pub(crate) fn resolve_url(kind: StoreKind, url: &str, file: Option<&std::path::Path>) -> Result<String, StoreError> {
+    pipeline_common::secret::read_or(url, file).map_err(|e| StoreError::permanent(kind, e))
+}
+
+/// The environment that gives a child process a store's URL: the file's name when the flags
+/// named one (so no secret travels in an environment variable), else the URL itself.
+pub(crate) fn url_env(
+    (var, file_var): (&'static str, &'static str),
+    url: &str,
+    file: Option<&std::path::Path>,
+) -> (&'static str, String) {
+    match file {
+        Some(f) => (file_var, f.display().to_string()),
+        None => (var, url.to_string()),
+    }
+}
+
 /// How long connecting and each short admin call may take before the store counts as down.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 

@@ -118,7 +118,8 @@ mod tests {
         args.es.index = "other".into();
         let env = args.env();
         for arg in cmd.get_arguments() {
-            if let Some(name) = arg.get_env().and_then(|e| e.to_str()) {
+            // A `_FILE` twin is passed instead of its value only when set (see `url_env`).
+            if let Some(name) = arg.get_env().and_then(|e| e.to_str()).filter(|n| !n.ends_with("_FILE")) {
                 assert!(env.iter().any(|(k, _)| *k == name), "--{} ({name}) is missing from env()", arg.get_id());
             }
         }
@@ -130,5 +131,30 @@ mod tests {
         }
         let back = <P as clap::Parser>::parse_from(argv).s;
         assert_eq!(format!("{back:?}"), format!("{args:?}"));
+    }
+
+    /// A URL given as a file travels to a child as the file's name, never as its content, and
+    /// `--help` never shows a URL's value from the environment.
+    #[test]
+    fn secret_urls_come_from_files_and_stay_out_of_help() {
+        let file = std::env::temp_dir().join(format!("mysql-url-{}", std::process::id()));
+        std::fs::write(&file, "mysql://u:canary-s3cret@h:3306/db\n").unwrap();
+        let mut args = StoreArgs::from_env();
+        args.mysql.url_file = Some(file.clone());
+        assert_eq!(args.mysql.connection_url().unwrap(), "mysql://u:canary-s3cret@h:3306/db");
+        let env = args.env();
+        assert!(env.iter().any(|(k, v)| *k == "MYSQL_URL_FILE" && *v == file.display().to_string()));
+        assert!(!env.iter().any(|(_, v)| v.contains("canary-s3cret")), "{env:?}");
+        #[derive(clap::Parser)]
+        struct P {
+            #[command(flatten)]
+            s: StoreArgs,
+        }
+        let mut cmd = <P as clap::CommandFactory>::command();
+        for arg in cmd.get_arguments().filter(|a| a.get_id().as_str().ends_with("-url")) {
+            assert!(arg.is_hide_env_values_set(), "--{} shows its environment value in --help", arg.get_id());
+        }
+        let help = cmd.render_long_help().to_string();
+        assert!(help.contains("--mysql-url-file"), "{help}");
     }
 }

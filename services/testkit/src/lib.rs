@@ -240,6 +240,47 @@ impl Drop for Child {
     }
 }
 
+/// This test process's API key: a random token, and a keys file (in the temp directory) that
+/// holds its hash under the name `tests`. Every ingest a test starts reads that file
+/// ([`Namespace::env`], [`auth_args`]); every client sends the token ([`client`]).
+pub struct ApiKey {
+    pub token: String,
+    pub keys_file: std::path::PathBuf,
+    /// The token alone, for k6 (`INGEST_KEY_FILE`).
+    pub token_file: std::path::PathBuf,
+}
+
+pub fn api_key() -> &'static ApiKey {
+    static KEY: std::sync::OnceLock<ApiKey> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| {
+        let token = format!("pk_test_{}", uuid::Uuid::now_v7().simple());
+        let keys_file = std::env::temp_dir().join(format!("pipeline-test-{}.keys", std::process::id()));
+        let hash = <sha2::Sha256 as sha2::Digest>::digest(token.as_bytes());
+        let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+        std::fs::write(&keys_file, format!("tests sha256:{hex}\n")).expect("write the test keys file");
+        let token_file = std::env::temp_dir().join(format!("pipeline-test-{}.key", std::process::id()));
+        std::fs::write(&token_file, format!("{token}\n")).expect("write the test token file");
+        ApiKey { token, keys_file, token_file }
+    })
+}
+
+/// The arguments that give an in-process ingest the test key.
+pub fn auth_args() -> Vec<String> {
+    vec!["--auth-keys".into(), api_key().keys_file.display().to_string()]
+}
+
+/// An HTTP client that sends the test key with every request.
+pub fn client_builder() -> reqwest::ClientBuilder {
+    let mut headers = reqwest::header::HeaderMap::new();
+    let value = format!("Bearer {}", api_key().token);
+    headers.insert(reqwest::header::AUTHORIZATION, value.parse().expect("a header value"));
+    reqwest::Client::builder().default_headers(headers)
+}
+
+pub fn client() -> reqwest::Client {
+    client_builder().build().expect("HTTP client")
+}
+
 /// A free TCP port on loopback (bound and released; good enough for tests).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
@@ -269,6 +310,9 @@ impl Namespace {
             ("KAFKA_TOPIC", self.kafka.topic.clone()),
             ("KAFKA_GROUP", self.kafka.group.clone()),
             ("KAFKA_PARTITIONS", self.kafka.partitions.to_string()),
+            ("INGEST_AUTH", "keys".to_string()),
+            ("INGEST_AUTH_KEYS", api_key().keys_file.display().to_string()),
+            ("INGEST_KEY_FILE", api_key().token_file.display().to_string()),
         ]
         .into_iter()
         .chain(self.stores.env())

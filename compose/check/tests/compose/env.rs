@@ -40,7 +40,8 @@ fn program_env(bin: &str) -> BTreeMap<String, Option<String>> {
             }
         }
         for b in blocks {
-            let Some(env) = b.split("[env: ").nth(1).and_then(|s| s.split('=').next()) else { continue };
+            // `[env: NAME=value]`, or `[env: NAME]` for a flag that hides its value (a secret).
+            let Some(env) = b.split("[env: ").nth(1).and_then(|s| s.split(['=', ']']).next()) else { continue };
             // clap quotes an empty default (`[default: ""]`): that is the empty string.
             let default = b.split("[default: ").nth(1).and_then(|s| s.split(']').next()).map(|d| {
                 if d == "\"\"" {
@@ -67,6 +68,10 @@ fn every_variable_the_programs_read_is_set_with_their_default() {
         let env = env_of(&c, service);
         let wanted = program_env(bin);
         for (var, default) in &wanted {
+            // `X_FILE` is the file twin of a secret flag `X`, set only where a secret file is used.
+            if var.ends_with("_FILE") {
+                continue;
+            }
             let Some(v) = env.get(var) else {
                 problems.push(format!("{service}: {var} is not set (the {bin} reads it; default {default:?})"));
                 continue;

@@ -68,7 +68,7 @@ async fn every_dashboard_metric_is_in_a_real_scrape() {
     wait_http(&format!("http://127.0.0.1:{wport}/healthz"), &mut writer, "writer").await;
     wait_http(&format!("http://127.0.0.1:{iport}/readyz"), &mut ingest, "ingest").await;
 
-    let client = reqwest::Client::new();
+    let client = kit::client();
     let msgs = kit::messages(40, "compose");
     for m in &msgs[..20] {
         let r = client

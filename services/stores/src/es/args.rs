@@ -7,9 +7,19 @@ use std::time::Duration;
 /// Elasticsearch or OpenSearch (ES 7.10 API and later).
 #[derive(Debug, Clone, Args)]
 pub struct EsArgs {
-    /// Base URL of the Elasticsearch / OpenSearch HTTP API.
-    #[arg(id = "es-url", long = "es-url", env = "ES_URL", default_value = "http://127.0.0.1:9200")]
+    /// Base URL of the Elasticsearch / OpenSearch HTTP API (`https://user:pass@host` for basic auth): prefer --es-url-file when it holds a password.
+    #[arg(
+        id = "es-url",
+        long = "es-url",
+        env = "ES_URL",
+        hide_env_values = true,
+        default_value = "http://127.0.0.1:9200"
+    )]
     pub url: String,
+    /// A file holding the connection URL (the Docker and Kubernetes secrets convention); wins
+    /// over --es-url.
+    #[arg(id = "es-url-file", long = "es-url-file", env = "ES_URL_FILE")]
+    pub url_file: Option<std::path::PathBuf>,
     /// Index holding the messages (created with its mapping when missing).
     #[arg(id = "es-index", long = "es-index", env = "ES_INDEX", default_value = "messages")]
     pub index: String,
@@ -36,10 +46,17 @@ impl EsArgs {
     }
 }
 
+impl EsArgs {
+    /// The URL to connect with: the file's when --es-url-file names one.
+    pub fn connection_url(&self) -> Result<String, crate::StoreError> {
+        crate::resolve_url(crate::StoreKind::Es, &self.url, self.url_file.as_deref())
+    }
+}
+
 impl StoreFlags for EsArgs {
     fn env(&self) -> Vec<(&'static str, String)> {
         vec![
-            ("ES_URL", self.url.clone()),
+            crate::url_env(("ES_URL", "ES_URL_FILE"), &self.url, self.url_file.as_deref()),
             ("ES_INDEX", self.index.clone()),
             ("ES_TIMEOUT_MS", self.timeout_ms.to_string()),
             ("ES_REFRESH_INTERVAL", self.refresh_interval.clone()),

@@ -113,7 +113,7 @@ impl Backend for EsStore {
 
     /// No request is made here: the client connects on first use (and `prepare` is the first).
     async fn connect(args: &EsArgs) -> Result<Self, StoreError> {
-        let url = url::Url::parse(&args.url).map_err(|e| StoreError::permanent(KIND, e))?;
+        let url = url::Url::parse(&args.connection_url()?).map_err(|e| StoreError::permanent(KIND, e))?;
         let transport = TransportBuilder::new(SingleNodeConnectionPool::new(url))
             .timeout(args.timeout())
             .disable_proxy()

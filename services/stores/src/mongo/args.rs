@@ -5,9 +5,19 @@ use clap::Args;
 
 #[derive(Debug, Clone, Args)]
 pub struct MongoArgs {
-    /// Connection URL.
-    #[arg(id = "mongo-url", long = "mongo-url", env = "MONGO_URL", default_value = "mongodb://127.0.0.1:27017")]
+    /// Connection URL (`tls`, `tlsCAFile`, `authSource` options work as the driver documents): prefer --mongo-url-file when it holds a password.
+    #[arg(
+        id = "mongo-url",
+        long = "mongo-url",
+        env = "MONGO_URL",
+        hide_env_values = true,
+        default_value = "mongodb://127.0.0.1:27017"
+    )]
     pub url: String,
+    /// A file holding the connection URL (the Docker and Kubernetes secrets convention); wins
+    /// over --mongo-url.
+    #[arg(id = "mongo-url-file", long = "mongo-url-file", env = "MONGO_URL_FILE")]
+    pub url_file: Option<std::path::PathBuf>,
     /// Database holding the messages.
     #[arg(id = "mongo-db", long = "mongo-db", env = "MONGO_DB", default_value = "pipeline")]
     pub database: String,
@@ -16,10 +26,17 @@ pub struct MongoArgs {
     pub collection: String,
 }
 
+impl MongoArgs {
+    /// The URL to connect with: the file's when --mongo-url-file names one.
+    pub fn connection_url(&self) -> Result<String, crate::StoreError> {
+        crate::resolve_url(crate::StoreKind::Mongo, &self.url, self.url_file.as_deref())
+    }
+}
+
 impl StoreFlags for MongoArgs {
     fn env(&self) -> Vec<(&'static str, String)> {
         vec![
-            ("MONGO_URL", self.url.clone()),
+            crate::url_env(("MONGO_URL", "MONGO_URL_FILE"), &self.url, self.url_file.as_deref()),
             ("MONGO_DB", self.database.clone()),
             ("MONGO_COLLECTION", self.collection.clone()),
         ]

@@ -145,7 +145,8 @@ impl Backend for MongoStore {
     type Args = MongoArgs;
 
     async fn connect(args: &MongoArgs) -> Result<Self, StoreError> {
-        let mut opts = ClientOptions::parse(&args.url).await.map_err(|e| StoreError::permanent(KIND, e))?;
+        let mut opts =
+            ClientOptions::parse(args.connection_url()?).await.map_err(|e| StoreError::permanent(KIND, e))?;
         opts.connect_timeout = Some(CONNECT_TIMEOUT);
         opts.server_selection_timeout = Some(CONNECT_TIMEOUT);
         opts.app_name = Some("pipeline".into());

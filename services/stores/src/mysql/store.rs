@@ -96,7 +96,7 @@ impl Backend for MysqlStore {
         let pool = MySqlPoolOptions::new()
             .max_connections(args.pool)
             .acquire_timeout(CONNECT_TIMEOUT)
-            .connect(&args.url)
+            .connect(&args.connection_url()?)
             .await
             .map_err(err)?;
         Ok(Self { pool })

@@ -5,13 +5,30 @@ use clap::Args;
 
 #[derive(Debug, Clone, Args)]
 pub struct RedisArgs {
-    /// Connection URL (database number as the path).
-    #[arg(id = "redis-url", long = "redis-url", env = "REDIS_URL", default_value = "redis://127.0.0.1:6379/0")]
+    /// Connection URL (database number as the path; a password as `redis://:PASS@host`): prefer --redis-url-file when it holds one.
+    #[arg(
+        id = "redis-url",
+        long = "redis-url",
+        env = "REDIS_URL",
+        hide_env_values = true,
+        default_value = "redis://127.0.0.1:6379/0"
+    )]
     pub url: String,
+    /// A file holding the connection URL (the Docker and Kubernetes secrets convention); wins
+    /// over --redis-url.
+    #[arg(id = "redis-url-file", long = "redis-url-file", env = "REDIS_URL_FILE")]
+    pub url_file: Option<std::path::PathBuf>,
+}
+
+impl RedisArgs {
+    /// The URL to connect with: the file's when --redis-url-file names one.
+    pub fn connection_url(&self) -> Result<String, crate::StoreError> {
+        crate::resolve_url(crate::StoreKind::Redis, &self.url, self.url_file.as_deref())
+    }
 }
 
 impl StoreFlags for RedisArgs {
     fn env(&self) -> Vec<(&'static str, String)> {
-        vec![("REDIS_URL", self.url.clone())]
+        vec![crate::url_env(("REDIS_URL", "REDIS_URL_FILE"), &self.url, self.url_file.as_deref())]
     }
 }

@@ -38,7 +38,8 @@ impl Backend for RedisStore {
     type Args = RedisArgs;
 
     async fn connect(args: &RedisArgs) -> Result<Self, StoreError> {
-        let client = redis::Client::open(args.url.as_str()).map_err(|e| StoreError::permanent(KIND, e))?;
+        let client =
+            redis::Client::open(args.connection_url()?.as_str()).map_err(|e| StoreError::permanent(KIND, e))?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(CONNECT_TIMEOUT))
             .set_response_timeout(Some(CONNECT_TIMEOUT * 2))

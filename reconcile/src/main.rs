@@ -3,6 +3,7 @@
 //! Every check first waits for the pipeline to drain ([`drain::wait`]); then `count` and `diff`
 //! compare id sets when they have them (a k6 summary naming its id log, id files) and say
 //! "totals only" when they do not. Exit codes are in [`cli`].
+#![forbid(unsafe_code)]
 
 mod check;
 mod class;

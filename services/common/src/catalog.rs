@@ -34,6 +34,8 @@ catalog! {
         "Reloads of the API keys file, by result (ok; refused: it did not parse and the keys in force were kept).";
     counter INGEST_ACCEPTED_MESSAGES_TOTAL = "ingest_accepted_messages_total":
         "Messages answered 202, by API key name.";
+    counter INGEST_KEY_REFUSALS_TOTAL = "ingest_key_refusals_total":
+        "Requests refused for their API key's limits, by key and reason (rate, bytes: 429 or 413; share: 503 key_busy).";
     gauge INGEST_BODY_BUDGET_BYTES = "ingest_body_budget_bytes":
         "Most bytes of request bodies being read or parsed at once (--body-budget-bytes).";
     gauge INGEST_BODY_BYTES = "ingest_body_bytes":

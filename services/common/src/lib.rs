@@ -3,6 +3,7 @@
 //!
 //! The data path is ingest → ring → kafka → writer → stores (`pipeline-stores`); `reconcile` sits
 //! beside it and uses the same stores to count what arrived.
+#![forbid(unsafe_code)]
 
 pub mod catalog;
 pub mod config;

@@ -56,6 +56,15 @@ pub fn redact(value: &str) -> String {
     value.to_string()
 }
 
+/// A command-line argument as evidence may show it: `--flag=value` with the value redacted,
+/// anything else through [`redact`] (a URL's password, a secret option's value).
+pub fn redact_arg(arg: &str) -> String {
+    match arg.strip_prefix("--").and_then(|a| a.split_once('=')) {
+        Some((flag, value)) => format!("--{flag}={}", redact(value)),
+        None => redact(arg),
+    }
+}
+
 /// Whether an environment variable's name says it holds a secret (or a URL that may).
 pub fn is_secret_var(name: &str) -> bool {
     let n = name.to_ascii_uppercase();
@@ -80,6 +89,12 @@ mod tests {
             "security.protocol=SASL_SSL,sasl.username=app,sasl.password=***"
         );
         assert_eq!(redact("linger.ms=5"), "linger.ms=5");
+        assert_eq!(
+            redact_arg("--kafka-options=sasl.password=x,linger.ms=1"),
+            "--kafka-options=sasl.password=***,linger.ms=1"
+        );
+        assert_eq!(redact_arg("--mysql-url=mysql://u:p@h/d"), "--mysql-url=mysql://u:***@h/d");
+        assert_eq!(redact_arg("--vus"), "--vus");
     }
 
     #[test]

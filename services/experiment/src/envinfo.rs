@@ -21,18 +21,10 @@ fn first_line(text: Option<String>) -> Value {
     text.and_then(|t| t.lines().next().map(str::to_string)).map(Value::String).unwrap_or(Value::Null)
 }
 
-/// `user:secret@` → `user:***@` in URLs.
+/// A value as the evidence shows it: a URL's password and secret options' values masked
+/// (`pipeline_common::secret::redact`).
 pub fn mask(value: &str) -> String {
-    match (value.find("://"), value.find('@')) {
-        (Some(s), Some(at)) if at > s => {
-            let creds = &value[s + 3..at];
-            match creds.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &value[..s + 3], &value[at..]),
-                None => value.to_string(),
-            }
-        }
-        _ => value.to_string(),
-    }
+    pipeline_common::secret::redact(value)
 }
 
 fn cpu_model() -> Value {
@@ -101,7 +93,7 @@ pub async fn collect(http: &reqwest::Client, root: &Path, bins: &Path, k6: &Path
     let tansu = crate::paths::cache_dir().join("tansu-0.6.0/bin/tansu");
     json!({
         "started_at": crate::round::now_rfc3339(),
-        "command": std::env::args().collect::<Vec<_>>(),
+        "command": std::env::args().map(|a| pipeline_common::secret::redact_arg(&a)).collect::<Vec<_>>(),
         "git_sha": run("git", &["rev-parse", "HEAD"], Some(root)),
         "git_uncommitted_files": dirty,
         "profile": profile,

@@ -1,5 +1,6 @@
 //! `experiment`: the seed's write-policy comparison as one command, with evidence a stranger can
 //! audit. See docs/experiment.md.
+#![forbid(unsafe_code)]
 
 mod charts;
 mod cli;

@@ -256,8 +256,17 @@ impl Plan {
         Ok(toml::from_str(text)?)
     }
 
+    /// The plan as evidence keeps it: arguments that hold a secret (a URL's password, a secret
+    /// option) are masked, so evidence can be shared; secrets belong in files (`--…-file`).
     pub fn to_toml(&self) -> String {
-        toml::to_string_pretty(self).unwrap_or_else(|e| format!("# plan not serialisable: {e}\n"))
+        let redact = |args: &[String]| args.iter().map(|a| pipeline_common::secret::redact_arg(a)).collect::<Vec<_>>();
+        let mut shown = self.clone();
+        shown.writer_args = redact(&self.writer_args);
+        shown.ingest_args = redact(&self.ingest_args);
+        for def in shown.policy.values_mut() {
+            def.writer_args = redact(&def.writer_args);
+        }
+        toml::to_string_pretty(&shown).unwrap_or_else(|e| format!("# plan not serialisable: {e}\n"))
     }
 
     /// A policy's definition: the plan's own table first, then the built-in ones.

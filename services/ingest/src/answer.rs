@@ -34,6 +34,10 @@ impl ApiError {
     pub fn unavailable(code: &'static str, detail: &str, retry_after: u64) -> Self {
         ApiError { retry_after: Some(retry_after), ..Self::new(StatusCode::SERVICE_UNAVAILABLE, code, detail) }
     }
+    /// 429: this key is past its rate; nothing was written.
+    pub fn limited(detail: &str, retry_after: u64) -> Self {
+        ApiError { retry_after: Some(retry_after), ..Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", detail) }
+    }
     /// 504: the messages may or may not be stored.
     pub fn uncertain(detail: &str, retry_after: u64, msgs: &[Message]) -> Self {
         counter!(catalog::INGEST_UNCERTAIN_MESSAGES_TOTAL).increment(msgs.len() as u64);

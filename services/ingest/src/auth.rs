@@ -27,15 +27,26 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use subtle::ConstantTimeEq;
 
-/// The name of the key a request was accepted with ("none" when the ingest runs without keys).
+/// The key a request was accepted with ("none" when the ingest runs without keys), and its
+/// limits.
 #[derive(Debug, Clone)]
-pub struct KeyName(pub Arc<str>);
+pub struct KeyName(pub Arc<str>, pub Limits);
+
+/// One key's limits (`crate::limits`): messages and bytes per second (0: none) and the share of
+/// the ring its requests may hold.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    pub rate: u32,
+    pub bytes_rate: u32,
+    pub share: f64,
+}
 
 /// One key of the file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Key {
     pub name: Arc<str>,
     hash: [u8; 32],
+    pub limits: Limits,
 }
 
 /// Why a keys file is refused.
@@ -50,7 +61,7 @@ pub enum KeysError {
 }
 
 /// The keys in force.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct Keys(Vec<Key>);
 
 fn sha256(token: &[u8]) -> [u8; 32] {
@@ -68,8 +79,9 @@ fn valid_name(name: &str) -> bool {
 }
 
 impl Keys {
-    /// Parses a keys file's text: `NAME sha256:HEX` per line; blank lines and `#` comments.
-    pub fn parse(text: &str, path: &Path) -> Result<Keys, KeysError> {
+    /// Parses a keys file's text: `NAME sha256:HEX [rate=N] [bytes=N] [share=F]` per line (the
+    /// limits default to `defaults`); blank lines and `#` comments.
+    pub fn parse(text: &str, path: &Path, defaults: Limits) -> Result<Keys, KeysError> {
         let mut keys = Vec::new();
         for (i, raw) in text.lines().enumerate() {
             let line = raw.split('#').next().unwrap_or("").trim();
@@ -78,9 +90,23 @@ impl Keys {
             }
             let bad = |detail: &str| KeysError::Line { path: path.to_path_buf(), line: i + 1, detail: detail.into() };
             let mut words = line.split_whitespace();
-            let (Some(name), Some(hash), None) = (words.next(), words.next(), words.next()) else {
-                return Err(bad("expected `NAME sha256:HEX`"));
+            let (Some(name), Some(hash)) = (words.next(), words.next()) else {
+                return Err(bad("expected `NAME sha256:HEX [rate=N] [bytes=N] [share=F]`"));
             };
+            let mut limits = defaults;
+            for w in words {
+                let parsed = match w.split_once('=') {
+                    Some(("rate", v)) => v.parse().map(|n| limits.rate = n).is_ok(),
+                    Some(("bytes", v)) => v.parse().map(|n| limits.bytes_rate = n).is_ok(),
+                    Some(("share", v)) => {
+                        v.parse::<f64>().ok().filter(|f| (0.0..=1.0).contains(f)).map(|f| limits.share = f).is_some()
+                    }
+                    _ => false,
+                };
+                if !parsed {
+                    return Err(bad(&format!("`{w}`: a limit is rate=N, bytes=N or share=F (0 to 1)")));
+                }
+            }
             if !valid_name(name) {
                 return Err(bad("a name is 1-64 of [A-Za-z0-9_.-]"));
             }
@@ -94,7 +120,7 @@ impl Keys {
             if keys.iter().any(|k: &Key| &*k.name == name) {
                 return Err(bad("a name appears twice"));
             }
-            keys.push(Key { name: name.into(), hash });
+            keys.push(Key { name: name.into(), hash, limits });
         }
         if keys.is_empty() {
             return Err(KeysError::Empty(path.to_path_buf()));
@@ -102,10 +128,10 @@ impl Keys {
         Ok(Keys(keys))
     }
 
-    pub fn load(path: &Path) -> Result<Keys, KeysError> {
+    pub fn load(path: &Path, defaults: Limits) -> Result<Keys, KeysError> {
         let text =
             std::fs::read_to_string(path).map_err(|source| KeysError::Io { path: path.to_path_buf(), source })?;
-        Keys::parse(&text, path)
+        Keys::parse(&text, path, defaults)
     }
 
     /// The key whose hash is the token's. Every key is compared, each in constant time.
@@ -129,24 +155,27 @@ impl Keys {
 pub struct Auth {
     keys: ArcSwap<Keys>,
     path: Option<PathBuf>,
+    /// The limits of a key whose line sets none (and of everyone with `--auth none`).
+    defaults: Limits,
 }
 
 impl Auth {
     /// Reads the keys file, or says loudly that the ingest accepts anyone (`--auth none`).
     pub fn from_config(cfg: &IngestConfig) -> anyhow::Result<Arc<Auth>> {
+        let defaults = Limits { rate: cfg.key_rate, bytes_rate: cfg.key_bytes_rate, share: cfg.key_ring_share };
         match (cfg.auth, &cfg.auth_keys) {
             (AuthMode::None, _) => {
                 tracing::warn!("--auth none: ANYONE who reaches this port can write; for a lab only (docs/security.md)");
-                Ok(Arc::new(Auth { keys: ArcSwap::from_pointee(Keys::default()), path: None }))
+                Ok(Arc::new(Auth { keys: ArcSwap::from_pointee(Keys(Vec::new())), path: None, defaults }))
             }
             (AuthMode::Keys, None) => anyhow::bail!(
                 "no keys file: pass --auth-keys FILE (INGEST_AUTH_KEYS; `ingest key new NAME` makes a key), or --auth none \
                  to accept anyone"
             ),
             (AuthMode::Keys, Some(path)) => {
-                let keys = Keys::load(path)?;
+                let keys = Keys::load(path, defaults)?;
                 tracing::info!(keys = keys.0.len(), file = %path.display(), names = ?keys.names(), "API keys loaded");
-                Ok(Arc::new(Auth { keys: ArcSwap::from_pointee(keys), path: Some(path.clone()) }))
+                Ok(Arc::new(Auth { keys: ArcSwap::from_pointee(keys), path: Some(path.clone()), defaults }))
             }
         }
     }
@@ -158,7 +187,7 @@ impl Auth {
     /// Reads the file again; the keys in force stay when it does not parse.
     pub fn reload(&self) {
         let Some(path) = &self.path else { return };
-        match Keys::load(path) {
+        match Keys::load(path, self.defaults) {
             Ok(keys) => {
                 tracing::info!(keys = keys.0.len(), names = ?keys.names(), "API keys reloaded");
                 self.keys.store(Arc::new(keys));
@@ -200,13 +229,13 @@ impl Auth {
     }
 
     /// The key a request's `Authorization: Bearer` token names.
-    fn key_of(&self, req: &ServiceRequest) -> Option<Arc<str>> {
+    fn key_of(&self, req: &ServiceRequest) -> Option<KeyName> {
         let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
         let (scheme, token) = value.split_once(' ')?;
         if !scheme.eq_ignore_ascii_case("bearer") {
             return None;
         }
-        self.keys.load().check(token.trim().as_bytes()).map(|k| k.name.clone())
+        self.keys.load().check(token.trim().as_bytes()).map(|k| KeyName(k.name.clone(), k.limits))
     }
 }
 
@@ -216,13 +245,14 @@ pub async fn require_key(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let auth = req.app_data::<web::Data<Auth>>().cloned();
-    let name = match auth {
+    let key = match auth {
         Some(auth) if auth.required() => auth.key_of(&req),
-        _ => Some(Arc::from("none")),
+        Some(auth) => Some(KeyName(Arc::from("none"), auth.defaults)),
+        None => None,
     };
-    match name {
-        Some(name) => {
-            req.extensions_mut().insert(KeyName(name));
+    match key {
+        Some(key) => {
+            req.extensions_mut().insert(key);
             Ok(next.call(req).await?.map_into_boxed_body())
         }
         None => {
@@ -258,10 +288,26 @@ pub fn new_key(name: &str, token_out: Option<&Path>) -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
+    const DEFAULTS: Limits = Limits { rate: 0, bytes_rate: 0, share: 0.5 };
+
+    #[test]
+    fn a_line_may_set_its_own_limits() {
+        let text = format!("{} rate=100 share=0.25\n{}\n", line_for("slow", "pk_s"), line_for("std", "pk_t"));
+        let keys = Keys::parse(&text, Path::new("keys"), DEFAULTS).expect("parses");
+        assert_eq!(keys.check(b"pk_s").map(|k| k.limits), Some(Limits { rate: 100, bytes_rate: 0, share: 0.25 }));
+        assert_eq!(keys.check(b"pk_t").map(|k| k.limits), Some(DEFAULTS));
+        for bad in ["rate=x", "share=2", "speed=1"] {
+            assert!(
+                Keys::parse(&format!("{} {bad}", line_for("k", "t")), Path::new("keys"), DEFAULTS).is_err(),
+                "{bad}"
+            );
+        }
+    }
+
     #[test]
     fn a_token_matches_its_line_and_nothing_else() {
         let text = format!("# the lab\n{}\n\n{}  # a second\n", line_for("k6", "pk_one"), line_for("ops", "pk_two"));
-        let keys = Keys::parse(&text, Path::new("keys")).expect("parses");
+        let keys = Keys::parse(&text, Path::new("keys"), DEFAULTS).expect("parses");
         assert_eq!(keys.names(), ["k6", "ops"]);
         assert_eq!(keys.check(b"pk_one").map(|k| &*k.name), Some("k6"));
         assert_eq!(keys.check(b"pk_two").map(|k| &*k.name), Some("ops"));
@@ -273,11 +319,11 @@ mod tests {
         for (text, want) in [
             ("k6 sha1:abc", "line 1"),
             ("k6 sha256:zz", "64 hex"),
-            ("bad name sha256:00", "expected"),
+            ("bad name sha256:00", "a limit is"),
             ("", "no key"),
             (&format!("{}\n{}", line_for("a", "x"), line_for("a", "y")), "twice"),
         ] {
-            let e = Keys::parse(text, Path::new("keys")).expect_err(text).to_string();
+            let e = Keys::parse(text, Path::new("keys"), DEFAULTS).expect_err(text).to_string();
             assert!(e.contains(want), "{text}: {e}");
         }
     }

@@ -61,6 +61,17 @@ pub struct IngestConfig {
     /// Read again on SIGHUP and when it changes.
     #[arg(long, env = "INGEST_AUTH_KEYS")]
     pub auth_keys: Option<PathBuf>,
+    /// Messages per second one key may write (0: no limit); past it, 429 with Retry-After. A
+    /// keys-file line can set its own (`rate=N`).
+    #[arg(long, env = "INGEST_KEY_RATE", default_value_t = 0)]
+    pub key_rate: u32,
+    /// Bytes per second one key may write (0: no limit); past it, 429. Per key: `bytes=N`.
+    #[arg(long, env = "INGEST_KEY_BYTES_RATE", default_value_t = 0)]
+    pub key_bytes_rate: u32,
+    /// The share of --ring-max-bytes one key's requests may hold between acceptance and their
+    /// answer (0 to 1); past it, 503 `key_busy` for that key alone. Per key: `share=F`.
+    #[arg(long, env = "INGEST_KEY_RING_SHARE", default_value_t = 0.5, value_parser = share)]
+    pub key_ring_share: f64,
     /// The access log (tracing target `access`, one line per request: key, client, route,
     /// status, messages, bytes, latency) logs one request in every N: 1 logs all, 0 none.
     #[arg(long, env = "INGEST_ACCESS_LOG_EVERY", default_value_t = 1)]
@@ -164,6 +175,10 @@ pub struct IngestConfig {
 /// acks=all, idempotence and lz4 are what a 202 and tansu rely on.
 fn producer_options(s: &str) -> Result<KafkaOptions, String> {
     KafkaOptions::parse(s, &["acks", "enable.idempotence", "compression.type", "compression.codec"])
+}
+
+fn share(s: &str) -> Result<f64, String> {
+    s.parse::<f64>().ok().filter(|f| (0.0..=1.0).contains(f)).ok_or_else(|| format!("`{s}` is not a share from 0 to 1"))
 }
 
 fn power_of_two(s: &str) -> Result<usize, String> {

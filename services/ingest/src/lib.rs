@@ -4,6 +4,7 @@
 //! [`gather`]s their records;
 //! [`kafka`] publishes and turns delivery reports into acknowledgements, to the partition
 //! [`partitions`] picks; [`startup`] wires it.
+#![forbid(unsafe_code)]
 
 pub mod answer;
 pub mod auth;
@@ -11,6 +12,7 @@ pub mod body;
 pub mod config;
 pub mod gather;
 pub mod kafka;
+pub mod limits;
 pub mod partitions;
 pub mod ready;
 pub mod ring;

@@ -1,3 +1,4 @@
+#![forbid(unsafe_code)]
 use clap::Parser;
 use ingest::config::{Cmd, IngestConfig, KeyCmd};
 use ingest::startup::Application;

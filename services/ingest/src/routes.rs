@@ -13,13 +13,15 @@
 //! A client that loses the connection after sending must treat the request as uncertain too.
 
 use crate::answer::ApiError;
+use crate::auth::KeyName;
 use crate::body::{self, BatchError, BodyBudget, Bounds};
 use crate::config::{AckMode, IngestConfig};
 use crate::kafka::{Delivery, RequestAck};
+use crate::limits::{KeyLimits, Refusal};
 use crate::ring::{Entry, Ring};
 use crate::telemetry_mw::Accepted;
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
+use actix_web::{web, HttpMessage, HttpRequest, HttpResponse, ResponseError};
 use pipeline_common::message::{FieldError, Limits, Message, NewMessage};
 use pipeline_common::record;
 use pipeline_common::telemetry;
@@ -83,10 +85,33 @@ async fn await_ack(
     }
 }
 
+/// A refusal for the key's limits as its answer.
+fn limited(r: Refusal) -> ApiError {
+    match r {
+        Refusal::Rate { reason, retry_after } => ApiError::limited(
+            &format!(
+                "this key's {} limit is reached; retry later",
+                if reason == "bytes" { "bytes-per-second" } else { "messages-per-second" }
+            ),
+            retry_after.as_secs_f64().ceil().max(1.0) as u64,
+        ),
+        Refusal::TooLarge { reason, limit } => ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("more than this key may send in one second ({limit} {reason} per second)"),
+        ),
+        Refusal::Share => ApiError::unavailable("key_busy", "this key's share of the ingest is in use; retry later", 1),
+    }
+}
+
 /// Puts validated messages in the ring as the topic's records (all or none; a batch is one
 /// record unless it passes `--record-max-bytes`) and, in `--ack kafka` mode, waits for Kafka.
-async fn publish(cfg: &IngestConfig, ring: &WorkerRing, msgs: &[Message]) -> Result<(), ApiError> {
+/// The request's key must have room for them first (`crate::limits`), which it holds until the
+/// request has its answer.
+async fn publish(cfg: &IngestConfig, ring: &WorkerRing, key: Key<'_>, msgs: &[Message]) -> Result<(), ApiError> {
     let records = record::encode(msgs, cfg.record_max_bytes);
+    let bytes: u64 = records.iter().map(|r| r.len() as u64).sum();
+    let _held = key.limits.admit(&key.name.0, key.name.1, msgs.len() as u64, bytes).map_err(limited)?;
     let (ack, rx) = match cfg.ack {
         AckMode::Kafka => {
             let (ack, rx) = RequestAck::new(records.len());
@@ -105,6 +130,21 @@ fn bounds<'a>(cfg: &IngestConfig, budget: &'a BodyBudget, limit: usize) -> Bound
     Bounds { limit, deadline: cfg.read_timeout(), budget, retry_after: cfg.retry_after_secs }
 }
 
+/// The request's key (set by `crate::auth`) and every key's limits.
+struct Key<'a> {
+    name: KeyName,
+    limits: &'a KeyLimits,
+}
+
+fn key_of<'a>(req: &HttpRequest, limits: &'a KeyLimits) -> Key<'a> {
+    let name = req.extensions().get::<KeyName>().cloned();
+    // Every /v1 route passes `require_key`, which sets it; a route without it counts as "none".
+    let name =
+        name.unwrap_or_else(|| KeyName("none".into(), crate::auth::Limits { rate: 0, bytes_rate: 0, share: 1.0 }));
+    Key { name, limits }
+}
+
+#[allow(clippy::too_many_arguments)] // actix extractors: each is one piece of request state
 pub async fn post_message(
     req: HttpRequest,
     payload: web::Payload,
@@ -112,6 +152,7 @@ pub async fn post_message(
     ring: web::Data<WorkerRing>,
     clock: web::Data<VersionClock>,
     budget: web::Data<BodyBudget>,
+    key_limits: web::Data<KeyLimits>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body::read_json(&req, payload, bounds(&cfg, &budget, cfg.max_message_request_bytes())).await?;
     let new: NewMessage = serde_json::from_slice(&body.bytes).map_err(json_error)?;
@@ -120,12 +161,13 @@ pub async fn post_message(
     let msg = new.into_message(limits(&cfg), now, clock.next(now)).map_err(|errs| {
         ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_message", Value::Array(field_errors(None, &errs)))
     })?;
-    publish(&cfg, &ring, std::slice::from_ref(&msg)).await?;
+    publish(&cfg, &ring, key_of(&req, &key_limits), std::slice::from_ref(&msg)).await?;
     let mut resp = HttpResponse::Accepted().json(json!({ "id": msg.id, "version": msg.version }));
     resp.extensions_mut().insert(Accepted(1));
     Ok(resp)
 }
 
+#[allow(clippy::too_many_arguments)] // as for `post_message`
 pub async fn post_batch(
     req: HttpRequest,
     payload: web::Payload,
@@ -133,6 +175,7 @@ pub async fn post_batch(
     ring: web::Data<WorkerRing>,
     clock: web::Data<VersionClock>,
     budget: web::Data<BodyBudget>,
+    key_limits: web::Data<KeyLimits>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body::read_json(&req, payload, bounds(&cfg, &budget, cfg.max_request_bytes)).await?;
     // A well-formed batch parses in one pass, straight into messages; a bad one is taken apart
@@ -140,7 +183,7 @@ pub async fn post_batch(
     let items = body::parse_batch(&body.bytes, cfg.max_batch).map_err(|e| batch_error(&cfg, e))?;
     drop(body);
     let msgs = validate(&cfg, &clock, items)?;
-    publish(&cfg, &ring, &msgs).await?;
+    publish(&cfg, &ring, key_of(&req, &key_limits), &msgs).await?;
     let versions = msgs.iter().map(|m| m.version).collect();
     let mut resp =
         HttpResponse::Accepted().json(AcceptedBatch { ids: msgs.iter().map(|m| m.id.as_str()).collect(), versions });

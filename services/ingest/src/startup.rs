@@ -68,6 +68,7 @@ impl Application {
         tokio::spawn(auth.clone().watch());
         let auth = web::Data::from(auth);
         let budget = web::Data::new(crate::body::BodyBudget::new(cfg.body_budget_bytes));
+        let key_limits = web::Data::new(crate::limits::KeyLimits::new(cfg.ring_max_bytes));
         let (head_timeout, keep_alive) =
             (Duration::from_millis(cfg.head_timeout_ms), Duration::from_secs(cfg.keep_alive_secs));
         let per_worker = cfg.max_connections.div_ceil(workers).max(1);
@@ -103,6 +104,7 @@ impl Application {
                 .app_data(clock.clone())
                 .app_data(auth.clone())
                 .app_data(budget.clone())
+                .app_data(key_limits.clone())
                 .app_data(ready.clone())
                 .app_data(web::Data::new(handle.clone()))
                 .app_data(web::Data::new(WorkerRing(RefCell::new(worker_ring.clone()))))

@@ -51,7 +51,7 @@ pub async fn record(
     if messages > 0 {
         counter!(catalog::INGEST_ACCEPTED_MESSAGES_TOTAL, "key" => key.to_string()).increment(messages as u64);
     }
-    if every > 0 && SEEN.fetch_add(1, Ordering::Relaxed) % every == 0 {
+    if every > 0 && SEEN.fetch_add(1, Ordering::Relaxed).is_multiple_of(every) {
         tracing::info!(
             target: "access",
             key = %key,

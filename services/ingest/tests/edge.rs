@@ -240,3 +240,61 @@ async fn readiness_tells_nothing_of_the_broker_and_the_admin_port_keeps_health_o
     let m = reqwest::get(format!("http://127.0.0.1:{admin}/metrics")).await.unwrap().text().await.unwrap();
     assert!(m.contains("ingest_body_budget_bytes"), "{m:.300}");
 }
+
+#[tokio::test]
+async fn a_key_past_its_limits_is_refused_while_another_keeps_its_rate() {
+    let _g = exclusive().await;
+    let ns = Namespace::new("limits").await;
+    let keys = std::env::temp_dir().join(format!("{}.keys", ns.name));
+    let line = |name: &str, token: &str, extra: &str| {
+        let hash = <sha2::Sha256 as sha2::Digest>::digest(token.as_bytes());
+        format!("{name} sha256:{} {extra}\n", hash.iter().map(|b| format!("{b:02x}")).collect::<String>())
+    };
+    // Alice: 5 messages a second. Bob: unlimited, but 1 % of a 1 MB ring (10 KB) in flight.
+    let text =
+        format!("{}{}", line("alice", "pk_alice_0123456789", "rate=5"), line("bob", "pk_bob_0123456789", "share=0.01"));
+    std::fs::write(&keys, text).unwrap();
+    let args = ["--ring-max-bytes", "1000000"];
+    let app = ingest(&ns, &args, &[("INGEST_AUTH_KEYS", keys.display().to_string())]).await;
+    let with = |token: &str| {
+        let mut h = reqwest::header::HeaderMap::new();
+        h.insert(reqwest::header::AUTHORIZATION, format!("Bearer {token}").parse().unwrap());
+        reqwest::Client::builder().default_headers(h).build().unwrap()
+    };
+    let (alice, bob) = (with("pk_alice_0123456789"), with("pk_bob_0123456789"));
+    let mut statuses = Vec::new();
+    for i in 0..20 {
+        let (status, headers, _) = post(&alice, &app.base, msg(&format!("a-{i}"))).await;
+        if status == 429 {
+            assert!(headers.contains_key("retry-after"), "429 says when to retry");
+        }
+        statuses.push(status);
+    }
+    assert!(statuses.iter().take(5).all(|s| *s == 202), "the first second's five pass: {statuses:?}");
+    assert!(statuses.contains(&429), "then 429: {statuses:?}");
+    // Bob, concurrently: batches of ~3 KB, at most ~10 KB in flight; past it 503 key_busy for
+    // him alone, while Alice (rate-limited, not share-limited) is unaffected by his share.
+    let batch = |k: usize| {
+        let items: Vec<Value> = (0..20)
+            .map(|j| json!({ "id": format!("b-{k}-{j}"), "sender": "s", "recipient": "r", "body": "x".repeat(100) }))
+            .collect();
+        Value::Array(items).to_string()
+    };
+    let posts = (0..12).map(|k| {
+        let (bob, url, body) = (bob.clone(), format!("{}/v1/messages/batch", app.base), batch(k));
+        tokio::spawn(async move {
+            let r = bob.post(url).header("content-type", "application/json").body(body).send().await.unwrap();
+            let status = r.status().as_u16();
+            (status, r.json::<Value>().await.unwrap_or(Value::Null))
+        })
+    });
+    let answers: Vec<(u16, Value)> = futures::future::join_all(posts).await.into_iter().map(|r| r.unwrap()).collect();
+    assert!(answers.iter().all(|(s, _)| *s == 202 || *s == 503), "{answers:?}");
+    assert!(answers.iter().any(|(s, b)| *s == 503 && b["error"] == "key_busy"), "{answers:?}");
+    assert!(answers.iter().any(|(s, _)| *s == 202), "{answers:?}");
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(post(&alice, &app.base, msg("a-late")).await.0, 202, "alice's bucket refills");
+    let metrics = reqwest::get(format!("{}/metrics", app.base)).await.unwrap().text().await.unwrap();
+    assert!(metrics.contains(r#"ingest_key_refusals_total{key="alice",reason="rate"}"#), "{metrics}");
+    assert!(metrics.contains(r#"ingest_key_refusals_total{key="bob",reason="share"}"#), "{metrics}");
+}

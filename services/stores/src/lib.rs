@@ -6,6 +6,7 @@
 //! ever see `Arc<dyn Store>`. Each store is one folder (its connection flags in `args.rs`, its
 //! [`Backend`] and `Store` implementations and error classification in `store.rs`, its test
 //! fixture in `fixture.rs`); [`registry`] is the only place that names them all. The ingest does not depend on this crate, so it links no database driver.
+#![forbid(unsafe_code)]
 
 pub mod es;
 pub mod isolate;

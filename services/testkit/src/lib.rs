@@ -3,6 +3,7 @@
 //!
 //! The tests talk to the real servers that `scripts/stack up` starts. A missing server is a
 //! failed test with the server's name in the message, never a skipped one.
+#![forbid(unsafe_code)]
 
 use pipeline_common::config::KafkaArgs;
 use pipeline_stores::StoreArgs;

@@ -3,6 +3,7 @@
 //!
 //! kafka ([`consumer`]) → [`driver`] (write policy, pools, retry) → stores (`pipeline_stores`);
 //! [`tracker`] decides what may be committed, [`dlq`] takes what can never be written.
+#![forbid(unsafe_code)]
 
 pub mod config;
 pub mod consumer;

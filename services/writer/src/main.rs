@@ -1,3 +1,4 @@
+#![forbid(unsafe_code)]
 use clap::Parser;
 use pipeline_common::telemetry;
 use tokio_util::sync::CancellationToken;

@@ -103,6 +103,9 @@ fn plan(cmd: &Cmd) -> anyhow::Result<Plan> {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<u8> {
+    let mut links = cli.stores.plaintext_links();
+    links.extend(pipeline_common::kafka::plaintext_brokers(&cli.kafka));
+    pipeline_common::secret::check_plaintext(&links, cli.kafka.allow_plaintext).map_err(anyhow::Error::msg)?;
     if let Cmd::Ids { file, write } = &cli.cmd {
         return Ok(match ids_cmd::run(file, write.as_deref(), cli.json) {
             Ok(()) => 0,

@@ -40,6 +40,11 @@ pub struct KafkaArgs {
     /// convention): where `sasl.password` and the like belong.
     #[arg(id = "kafka-options-file", long = "kafka-options-file", env = "KAFKA_OPTIONS_FILE", value_parser = options_file)]
     pub options_file: Option<OptionsFile>,
+    /// Connect in plaintext to servers on other machines (Kafka and the stores): refused at start
+    /// otherwise, so a missing TLS setting cannot go unnoticed. Servers on loopback are always
+    /// allowed; compose sets it for its private network.
+    #[arg(id = "allow-plaintext", long = "allow-plaintext", env = "PIPELINE_ALLOW_PLAINTEXT")]
+    pub allow_plaintext: bool,
 }
 
 /// The settings every client of the pipeline needs as they are: the brokers (`--kafka-brokers`),

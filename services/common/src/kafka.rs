@@ -36,6 +36,24 @@ pub fn producer_config(args: &KafkaArgs) -> ClientConfig {
     c
 }
 
+/// The brokers reached in plaintext on other machines (no `security.protocol` of SSL or
+/// SASL_SSL among the client settings).
+pub fn plaintext_brokers(args: &KafkaArgs) -> Vec<String> {
+    let config = client_config(args);
+    let protocol = config.get("security.protocol").unwrap_or("plaintext").to_ascii_lowercase();
+    if protocol == "ssl" || protocol == "sasl_ssl" {
+        return Vec::new();
+    }
+    args.brokers
+        .split(',')
+        .filter_map(|b| {
+            let b = b.trim();
+            let host = b.rsplit_once(':').map_or(b, |(h, _)| h);
+            (!crate::secret::is_loopback(host)).then(|| format!("kafka at {b}"))
+        })
+        .collect()
+}
+
 /// How long [`ensure_topic`] keeps asking a broker that does not answer before giving up.
 pub const ENSURE_TOPIC_PATIENCE: Duration = Duration::from_secs(90);
 

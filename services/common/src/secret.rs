@@ -65,6 +65,30 @@ pub fn redact_arg(arg: &str) -> String {
     }
 }
 
+/// Whether `host` is this machine: `localhost`, 127.0.0.0/8 or ::1 (a link that never leaves it
+/// needs no encryption).
+pub fn is_loopback(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    h.eq_ignore_ascii_case("localhost") || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The links that would carry data in plaintext to another machine (`what`, e.g. `mysql at
+/// db.internal`): an error naming them unless `allowed`, in which case they are logged loudly.
+pub fn check_plaintext(links: &[String], allowed: bool) -> Result<(), String> {
+    match (links.is_empty(), allowed) {
+        (true, _) => Ok(()),
+        (false, true) => {
+            tracing::warn!(links = ?links, "plaintext links to other machines allowed (--allow-plaintext)");
+            Ok(())
+        }
+        (false, false) => Err(format!(
+            "plaintext links to other machines: {}; configure TLS (docs/security.md) or pass --allow-plaintext \
+             (PIPELINE_ALLOW_PLAINTEXT=true) for a network you trust",
+            links.join(", ")
+        )),
+    }
+}
+
 /// Whether an environment variable's name says it holds a secret (or a URL that may).
 pub fn is_secret_var(name: &str) -> bool {
     let n = name.to_ascii_uppercase();

@@ -30,6 +30,8 @@ impl Application {
     /// port, for tests). Serving starts with [`Application::run`].
     pub async fn build(cfg: IngestConfig) -> anyhow::Result<Application> {
         cfg.check().map_err(anyhow::Error::msg)?;
+        let plaintext = pipeline_common::kafka::plaintext_brokers(&cfg.kafka);
+        pipeline_common::secret::check_plaintext(&plaintext, cfg.kafka.allow_plaintext).map_err(anyhow::Error::msg)?;
         let handle = telemetry::metrics_handle();
         // Kafka being down is not a reason to refuse to start: /readyz says not ready and
         // requests get 503s until it answers. The topic is created in the background, asked

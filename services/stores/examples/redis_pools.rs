@@ -58,7 +58,7 @@ async fn main() -> anyhow::Result<()> {
 
     for &c in &levels {
         flush(&url).await?;
-        let store = RedisStore::connect(&RedisArgs { url: url.clone(), url_file: None }).await?;
+        let store = RedisStore::connect(&RedisArgs { url: url.clone(), url_file: None, ca_file: None }).await?;
         let (t, cpu) = (Instant::now(), cpu_seconds(None).unwrap_or(0.0));
         let results: Vec<_> = stream::iter(&batches)
             .map(|b| store.write(b, pipeline_stores::Overwrite::Older))

@@ -140,6 +140,17 @@ pub trait StoreFlags: clap::Args + clap::FromArgMatches + Clone + fmt::Debug + S
     /// The environment that gives a child process these same flags (each flag's `env` name and
     /// value), so tests and the experiment runner can start services against the same stores.
     fn env(&self) -> Vec<(&'static str, String)>;
+
+    /// `Some(host)` when the store's link would carry data in plaintext to another machine
+    /// (refused at start without `--allow-plaintext`).
+    fn plaintext_host(&self) -> Option<String>;
+}
+
+/// The host of `url` when it is not this machine and `encrypted` says the URL asks for no TLS.
+pub(crate) fn remote_plaintext(url: &str, encrypted: impl Fn(&url::Url) -> bool) -> Option<String> {
+    let u = url::Url::parse(url).ok()?;
+    let host = u.host_str()?.to_string();
+    (!encrypted(&u) && !pipeline_common::secret::is_loopback(&host)).then_some(host)
 }
 
 /// What the registry needs of a store besides [`Store`]: its flags and how to connect with them.

@@ -41,6 +41,13 @@ macro_rules! registry {
         }
 
         impl StoreArgs {
+            /// The store links that would carry data in plaintext to another machine.
+            pub fn plaintext_links(&self) -> Vec<String> {
+                let mut out = Vec::new();
+                $(if let Some(host) = self.$folder.plaintext_host() { out.push(format!("{} at {host}", $name)); })*
+                out
+            }
+
             /// The environment that gives a child process these same store flags.
             pub fn env(&self) -> Vec<(&'static str, String)> {
                 let mut env = Vec::new();
@@ -131,6 +138,21 @@ mod tests {
         }
         let back = <P as clap::Parser>::parse_from(argv).s;
         assert_eq!(format!("{back:?}"), format!("{args:?}"));
+    }
+
+    /// Plaintext to another machine is named; TLS, or loopback, is not.
+    #[test]
+    fn plaintext_links_to_other_machines_are_named() {
+        let mut args = StoreArgs::from_env();
+        assert!(args.plaintext_links().is_empty(), "the native stack is on loopback: {:?}", args.plaintext_links());
+        args.mysql.url = "mysql://u:p@db.internal:3306/p".into();
+        args.redis.url = "rediss://cache.internal:6380/0".into();
+        args.es.url = "http://10.0.0.5:9200".into();
+        args.mongo.url = "mongodb://m.internal:27017/?tls=true".into();
+        assert_eq!(args.plaintext_links(), ["mysql at db.internal", "es at 10.0.0.5"]);
+        args.mysql.url = "mysql://u:p@db.internal:3306/p?ssl-mode=VERIFY_IDENTITY".into();
+        args.es.url = "https://10.0.0.5:9200".into();
+        assert!(args.plaintext_links().is_empty());
     }
 
     /// A URL given as a file travels to a child as the file's name, never as its content, and

@@ -26,6 +26,9 @@ async fn healthz() -> HttpResponse {
 /// Runs the writer until `stop` is cancelled; returns after in-flight writes are committed.
 pub async fn run(cfg: WriterConfig, stop: CancellationToken) -> anyhow::Result<()> {
     let handle = telemetry::metrics_handle();
+    let mut links = cfg.stores.plaintext_links();
+    links.extend(pipeline_common::kafka::plaintext_brokers(&cfg.kafka));
+    pipeline_common::secret::check_plaintext(&links, cfg.kafka.allow_plaintext).map_err(anyhow::Error::msg)?;
     let stores = pipeline_stores::connect(&cfg.stores, &StoreKind::ALL).await.context("connecting to the stores")?;
     for s in &stores {
         s.prepare().await.with_context(|| format!("preparing {}", s.kind()))?;

@@ -20,6 +20,17 @@ pub struct EsArgs {
     /// over --es-url.
     #[arg(id = "es-url-file", long = "es-url-file", env = "ES_URL_FILE")]
     pub url_file: Option<std::path::PathBuf>,
+    /// A PEM file of the CA that signs the server's certificate (an internal CA), for an
+    /// `https://` URL; without it, the system's roots.
+    #[arg(id = "es-ca-file", long = "es-ca-file", env = "ES_CA_FILE")]
+    pub ca_file: Option<std::path::PathBuf>,
+    /// A file holding an API key (`id:key`, or the base64 form Elasticsearch prints), sent as
+    /// `Authorization: ApiKey`. Basic auth: put `user:password@` in the URL (from --es-url-file).
+    #[arg(id = "es-api-key-file", long = "es-api-key-file", env = "ES_API_KEY_FILE")]
+    pub api_key_file: Option<std::path::PathBuf>,
+    /// A file holding a bearer token (a service account's), sent as `Authorization: Bearer`.
+    #[arg(id = "es-bearer-file", long = "es-bearer-file", env = "ES_BEARER_FILE")]
+    pub bearer_file: Option<std::path::PathBuf>,
     /// Index holding the messages (created with its mapping when missing).
     #[arg(id = "es-index", long = "es-index", env = "ES_INDEX", default_value = "messages")]
     pub index: String,
@@ -54,12 +65,23 @@ impl EsArgs {
 }
 
 impl StoreFlags for EsArgs {
+    fn plaintext_host(&self) -> Option<String> {
+        crate::remote_plaintext(&self.connection_url().ok()?, |u| u.scheme() == "https")
+    }
+
     fn env(&self) -> Vec<(&'static str, String)> {
-        vec![
+        let files = [
+            ("ES_CA_FILE", &self.ca_file),
+            ("ES_API_KEY_FILE", &self.api_key_file),
+            ("ES_BEARER_FILE", &self.bearer_file),
+        ];
+        let mut env = vec![
             crate::url_env(("ES_URL", "ES_URL_FILE"), &self.url, self.url_file.as_deref()),
             ("ES_INDEX", self.index.clone()),
             ("ES_TIMEOUT_MS", self.timeout_ms.to_string()),
             ("ES_REFRESH_INTERVAL", self.refresh_interval.clone()),
-        ]
+        ];
+        env.extend(files.into_iter().filter_map(|(var, f)| f.as_ref().map(|f| (var, f.display().to_string()))));
+        env
     }
 }

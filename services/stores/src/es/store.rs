@@ -15,6 +15,8 @@ use super::audit;
 use super::EsArgs;
 use crate::{Audited, Backend, Overwrite, Rejected, Store, StoreError, StoreKind};
 use async_trait::async_trait;
+use elasticsearch::auth::Credentials;
+use elasticsearch::cert::{Certificate, CertificateValidation};
 use elasticsearch::http::response::Response;
 use elasticsearch::http::transport::{SingleNodeConnectionPool, TransportBuilder};
 use elasticsearch::indices::{
@@ -113,12 +115,37 @@ impl Backend for EsStore {
 
     /// No request is made here: the client connects on first use (and `prepare` is the first).
     async fn connect(args: &EsArgs) -> Result<Self, StoreError> {
-        let url = url::Url::parse(&args.connection_url()?).map_err(|e| StoreError::permanent(KIND, e))?;
-        let transport = TransportBuilder::new(SingleNodeConnectionPool::new(url))
-            .timeout(args.timeout())
-            .disable_proxy()
-            .build()
-            .map_err(|e| StoreError::permanent(KIND, e))?;
+        let bad = |e: &dyn std::fmt::Display| StoreError::permanent(KIND, e.to_string());
+        let mut url = url::Url::parse(&args.connection_url()?).map_err(|e| bad(&e))?;
+        let mut transport =
+            TransportBuilder::new(SingleNodeConnectionPool::new(url.clone())).timeout(args.timeout()).disable_proxy();
+        // Basic auth from the URL's `user:password@`, sent as a header (the URL itself without).
+        if !url.username().is_empty() {
+            let user = url.username().to_string();
+            let password = url.password().unwrap_or_default().to_string();
+            let _ = (url.set_username(""), url.set_password(None));
+            transport = TransportBuilder::new(SingleNodeConnectionPool::new(url))
+                .timeout(args.timeout())
+                .disable_proxy()
+                .auth(Credentials::Basic(user, password));
+        }
+        let secret = |f: &std::path::Path| pipeline_common::secret::read_or("", Some(f)).map_err(|e| bad(&e));
+        if let Some(f) = &args.api_key_file {
+            let key = secret(f)?;
+            transport = transport.auth(match key.split_once(':') {
+                Some((id, k)) => Credentials::ApiKey(id.to_string(), k.to_string()),
+                None => Credentials::EncodedApiKey(key),
+            });
+        }
+        if let Some(f) = &args.bearer_file {
+            transport = transport.auth(Credentials::Bearer(secret(f)?));
+        }
+        if let Some(ca) = &args.ca_file {
+            let pem = std::fs::read(ca).map_err(|e| bad(&format!("{}: {e}", ca.display())))?;
+            let cert = Certificate::from_pem(&pem).map_err(|e| bad(&e))?;
+            transport = transport.cert_validation(CertificateValidation::Full(cert));
+        }
+        let transport = transport.build().map_err(|e| bad(&e))?;
         Ok(Self {
             client: Elasticsearch::new(transport),
             index: args.index.clone(),

@@ -34,6 +34,13 @@ impl MongoArgs {
 }
 
 impl StoreFlags for MongoArgs {
+    /// TLS is on with `tls=true` (or `ssl=true`) in the URL, and always with `mongodb+srv://`.
+    fn plaintext_host(&self) -> Option<String> {
+        crate::remote_plaintext(&self.connection_url().ok()?, |u| {
+            u.scheme() == "mongodb+srv" || u.query_pairs().any(|(k, v)| (k == "tls" || k == "ssl") && v == "true")
+        })
+    }
+
     fn env(&self) -> Vec<(&'static str, String)> {
         vec![
             crate::url_env(("MONGO_URL", "MONGO_URL_FILE"), &self.url, self.url_file.as_deref()),

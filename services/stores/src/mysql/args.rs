@@ -32,6 +32,17 @@ impl MysqlArgs {
 }
 
 impl StoreFlags for MysqlArgs {
+    /// TLS is on when the URL's `ssl-mode` requires it (sqlx's default, PREFERRED, may fall
+    /// back to plaintext).
+    fn plaintext_host(&self) -> Option<String> {
+        crate::remote_plaintext(&self.connection_url().ok()?, |u| {
+            u.query_pairs().any(|(k, v)| {
+                k == "ssl-mode"
+                    && ["required", "verify_ca", "verify_identity"].contains(&v.to_ascii_lowercase().as_str())
+            })
+        })
+    }
+
     fn env(&self) -> Vec<(&'static str, String)> {
         vec![
             crate::url_env(("MYSQL_URL", "MYSQL_URL_FILE"), &self.url, self.url_file.as_deref()),

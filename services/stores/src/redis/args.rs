@@ -18,6 +18,10 @@ pub struct RedisArgs {
     /// over --redis-url.
     #[arg(id = "redis-url-file", long = "redis-url-file", env = "REDIS_URL_FILE")]
     pub url_file: Option<std::path::PathBuf>,
+    /// A PEM file of the CA that signs the server's certificate, for a `rediss://` URL (TLS);
+    /// without it, the system's roots.
+    #[arg(id = "redis-ca-file", long = "redis-ca-file", env = "REDIS_CA_FILE")]
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 impl RedisArgs {
@@ -28,7 +32,13 @@ impl RedisArgs {
 }
 
 impl StoreFlags for RedisArgs {
+    fn plaintext_host(&self) -> Option<String> {
+        crate::remote_plaintext(&self.connection_url().ok()?, |u| u.scheme() == "rediss")
+    }
+
     fn env(&self) -> Vec<(&'static str, String)> {
-        vec![crate::url_env(("REDIS_URL", "REDIS_URL_FILE"), &self.url, self.url_file.as_deref())]
+        let mut env = vec![crate::url_env(("REDIS_URL", "REDIS_URL_FILE"), &self.url, self.url_file.as_deref())];
+        env.extend(self.ca_file.iter().map(|f| ("REDIS_CA_FILE", f.display().to_string())));
+        env
     }
 }

@@ -38,8 +38,20 @@ impl Backend for RedisStore {
     type Args = RedisArgs;
 
     async fn connect(args: &RedisArgs) -> Result<Self, StoreError> {
-        let client =
-            redis::Client::open(args.connection_url()?.as_str()).map_err(|e| StoreError::permanent(KIND, e))?;
+        let url = args.connection_url()?;
+        let client = match &args.ca_file {
+            // rediss:// with the operator's CA; without one, the system's roots.
+            Some(ca) => {
+                let pem =
+                    std::fs::read(ca).map_err(|e| StoreError::permanent(KIND, format!("{}: {e}", ca.display())))?;
+                redis::Client::build_with_tls(
+                    url.as_str(),
+                    redis::TlsCertificates { client_tls: None, root_cert: Some(pem) },
+                )
+            }
+            None => redis::Client::open(url.as_str()),
+        }
+        .map_err(|e| StoreError::permanent(KIND, e))?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(CONNECT_TIMEOUT))
             .set_response_timeout(Some(CONNECT_TIMEOUT * 2))

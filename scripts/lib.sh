@@ -19,6 +19,13 @@ venv_bin() {
 # hashed keys, every k6 run the token. Paths only: no token travels in the environment.
 _lab=${STACK_DIR:-$PIPELINE_ROOT/.stack}
 export INGEST_AUTH_KEYS=${INGEST_AUTH_KEYS:-$_lab/api-keys} INGEST_KEY_FILE=${INGEST_KEY_FILE:-$_lab/api.key}
+# The lab Redis's password, made here once (mode 600) so that the first scripts/stack up and every
+# script after it agree; scripts/stack hands it to redis-server in a config file, never on argv.
+# Every process a script starts reaches Redis through REDIS_URL (redacted in evidence).
+if [[ ! -s $_lab/redis.pass ]]; then
+  (umask 077 && mkdir -p "$_lab" && head -c 18 /dev/urandom | base64 | tr '+/' '-_' >"$_lab/redis.pass")
+fi
+export REDIS_URL=${REDIS_URL:-redis://:$(cat "$_lab/redis.pass")@127.0.0.1:${REDIS_PORT:-6379}/0}
 unset _lab
 
 # cpu_ticks PID: user + system CPU time of a process, all threads, in clock ticks (1/100 s),

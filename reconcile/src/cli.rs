@@ -86,8 +86,13 @@ pub enum Cmd {
         #[command(subcommand)]
         cmd: DlqCmd,
     },
-    /// Wait for drain, empty every store, and check twice that all read zero.
-    Reset,
+    /// Wait for drain, empty every store, and check twice that all read zero. Asks first on a
+    /// terminal; elsewhere needs --yes. MySQL is emptied with --mysql-admin-url when given.
+    Reset {
+        /// Empty every store without asking.
+        #[arg(long)]
+        yes: bool,
+    },
     /// Check that a k6 run's id log is complete and count its ids; contacts nothing.
     Ids {
         /// A k6 summary naming its id log, or a k6 id log.

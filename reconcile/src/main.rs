@@ -91,7 +91,14 @@ fn plan(cmd: &Cmd) -> anyhow::Result<Plan> {
             "diff needs the expected ids (--expect-from SUMMARY, or --ids FILE [--uncertain FILE]): without them \
              an id missing from every store is invisible. --stores-only compares the stores with each other only"
         ),
-        Cmd::Reset => Plan::Reset,
+        Cmd::Reset { yes } => {
+            if !*yes && !confirmed_reset()? {
+                anyhow::bail!(
+                    "reset deletes every message of every store: pass --yes (or answer `reset` on a terminal)"
+                );
+            }
+            Plan::Reset
+        }
         Cmd::Repair { dry_run, stores, delete_extra, batch } => Plan::Repair(repair::Options {
             stores: if stores.is_empty() { StoreKind::ALL.to_vec() } else { stores.clone() },
             dry_run: *dry_run,
@@ -174,6 +181,19 @@ async fn dlq_command(cli: &Cli, cmd: &cli::DlqCmd) -> anyhow::Result<u8> {
             replay::run(&cli.kafka, &cli.dlq_topic, &stores, *dry_run, cli.json).await
         }
     }
+}
+
+/// Asks on a terminal whether every store may be emptied; never where nobody can answer.
+fn confirmed_reset() -> anyhow::Result<bool> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() {
+        return Ok(false);
+    }
+    eprint!("reconcile: this deletes every message of every store. Type `reset` to go on: ");
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(answer.trim() == "reset")
 }
 
 fn bad_input(e: &anyhow::Error, as_json: bool) -> u8 {

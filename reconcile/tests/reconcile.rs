@@ -82,7 +82,9 @@ async fn seeded_gaps_are_reported_exactly_and_reset_empties_everything() {
     assert_eq!(classes["duplicated (mysql)"]["examples"][0], dup.id.as_str());
     assert_eq!(classes["wrong shard (mysql)"]["examples"][0], format!("{} in {wrong}", dup.id).as_str());
 
-    let (code, reset) = reconcile(&ns, &["reset"]);
+    let (code, refused) = reconcile(&ns, &["reset"]);
+    assert_eq!((code, &refused["error"]), (2, &Value::from("bad_input")), "no reset without --yes: {refused}");
+    let (code, reset) = reconcile(&ns, &["reset", "--yes"]);
     assert_eq!(code, 0, "{reset}");
     let (code, report) = reconcile(&ns, &["count", "--expect", "0"]);
     assert_eq!(code, 0, "{report}");

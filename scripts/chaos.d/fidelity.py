@@ -84,6 +84,8 @@ def cmd(*args):
     return line
 
 
+if r.password:
+    cmd("AUTH", up.unquote(r.password))
 cmd("SELECT", (r.path.strip("/") or "0"))
 for i in ids:
     v = cmd("GET", f"msg:{i}")

@@ -155,7 +155,7 @@ async fn steps(
     rec.boots.writer_start = procs::boot_id(&ctx.http, &writer.base).await.ok();
 
     let r0 = t0.elapsed().as_secs_f64();
-    let code = reconcile(ctx, dir, &["reset"], "reset.json", "reset.log").await?;
+    let code = reconcile(ctx, dir, &["reset", "--yes"], "reset.json", "reset.log").await?;
     rec.reset_exit = code;
     rec.reset_s = Some((r0, t0.elapsed().as_secs_f64()));
     if code != Some(0) {

@@ -182,7 +182,7 @@ async fn mysql_over_tls_works_with_its_ca_and_is_refused_otherwise() {
         u.to_string()
     };
     let connect = |u: String| async move {
-        let args = MysqlArgs { url: u, url_file: None, pool: 1 };
+        let args = MysqlArgs { url: u, url_file: None, admin_url: None, admin_url_file: None, pool: 1 };
         match MysqlStore::connect(&args).await {
             Ok(s) => sqlx::query_as::<_, (String, String)>("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
                 .fetch_one(s.pool())

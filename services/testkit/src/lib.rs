@@ -45,7 +45,8 @@ pub async fn require_servers() -> (StoreArgs, KafkaArgs) {
     if !missing.is_empty() {
         panic!(
             "integration servers not answering: {}. Start them with `scripts/stack up` \
-             (addresses come from the environment, see .env.example).",
+             (addresses come from the environment, see .env.example; `. scripts/lib.sh` gives a \
+             shell the native stack's, with its Redis password).",
             missing.join("; ")
         );
     }

@@ -72,6 +72,10 @@ fn every_variable_the_programs_read_is_set_with_their_default() {
             if var.ends_with("_FILE") {
                 continue;
             }
+            // A secret flag may be given by its file twin instead (a compose secret).
+            if !env.contains_key(var) && env.contains_key(&format!("{var}_FILE")) {
+                continue;
+            }
             let Some(v) = env.get(var) else {
                 problems.push(format!("{service}: {var} is not set (the {bin} reads it; default {default:?})"));
                 continue;
@@ -79,7 +83,8 @@ fn every_variable_the_programs_read_is_set_with_their_default() {
             let v = scalar(v);
             // `${VAR:-d}`: passed through from the host, and d must be the program's own default.
             if let Some(d) = v.strip_prefix(&format!("${{{var}:-")).and_then(|s| s.strip_suffix('}')) {
-                if Some(d) != default.as_deref() {
+                // `${VAR:-}` for a flag without a default: unset unless the host sets it.
+                if Some(d) != default.as_deref() && !(d.is_empty() && default.is_none()) {
                     problems.push(format!("{service}: {var} defaults to {d:?} here but to {default:?} in {bin}"));
                 }
             }

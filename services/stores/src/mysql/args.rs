@@ -19,6 +19,14 @@ pub struct MysqlArgs {
     /// over --mysql-url.
     #[arg(id = "mysql-url-file", long = "mysql-url-file", env = "MYSQL_URL_FILE")]
     pub url_file: Option<std::path::PathBuf>,
+    /// A second URL, of a user that may change the schema (the migrations) and empty the tables
+    /// (`reconcile reset`), so `--mysql-url` can be a user that may only SELECT, INSERT and
+    /// UPDATE (least privilege: docs/security.md). Unset: --mysql-url does both.
+    #[arg(id = "mysql-admin-url", long = "mysql-admin-url", env = "MYSQL_ADMIN_URL", hide_env_values = true)]
+    pub admin_url: Option<String>,
+    /// A file holding the admin URL; wins over --mysql-admin-url.
+    #[arg(id = "mysql-admin-url-file", long = "mysql-admin-url-file", env = "MYSQL_ADMIN_URL_FILE")]
+    pub admin_url_file: Option<std::path::PathBuf>,
     /// Connections in the pool.
     #[arg(id = "mysql-pool", long = "mysql-pool", env = "MYSQL_POOL", default_value_t = 8)]
     pub pool: u32,
@@ -28,6 +36,18 @@ impl MysqlArgs {
     /// The URL to connect with: the file's when --mysql-url-file names one.
     pub fn connection_url(&self) -> Result<String, crate::StoreError> {
         crate::resolve_url(crate::StoreKind::Mysql, &self.url, self.url_file.as_deref())
+    }
+
+    /// The URL of schema changes and resets: the admin URL's when one is given.
+    pub fn admin_connection_url(&self) -> Result<Option<String>, crate::StoreError> {
+        // Empty means unset (compose passes `${MYSQL_ADMIN_URL:-}`).
+        match (self.admin_url.as_ref().filter(|u| !u.is_empty()), &self.admin_url_file) {
+            (None, None) => Ok(None),
+            (inline, file) => {
+                crate::resolve_url(crate::StoreKind::Mysql, inline.map_or("", String::as_str), file.as_deref())
+                    .map(Some)
+            }
+        }
     }
 }
 
@@ -44,9 +64,15 @@ impl StoreFlags for MysqlArgs {
     }
 
     fn env(&self) -> Vec<(&'static str, String)> {
-        vec![
+        let mut env = vec![
             crate::url_env(("MYSQL_URL", "MYSQL_URL_FILE"), &self.url, self.url_file.as_deref()),
             ("MYSQL_POOL", self.pool.to_string()),
-        ]
+        ];
+        match (&self.admin_url, &self.admin_url_file) {
+            (_, Some(f)) => env.push(("MYSQL_ADMIN_URL_FILE", f.display().to_string())),
+            (Some(u), None) => env.push(("MYSQL_ADMIN_URL", u.clone())),
+            (None, None) => {}
+        }
+        env
     }
 }

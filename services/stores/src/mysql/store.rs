@@ -86,6 +86,9 @@ impl Drop for Uncommitted {
 
 pub struct MysqlStore {
     pool: MySqlPool,
+    /// The admin user's pool (`--mysql-admin-url`), for the migrations and resets; without one,
+    /// the main pool does them.
+    admin: Option<MySqlPool>,
 }
 
 #[async_trait]
@@ -99,13 +102,29 @@ impl Backend for MysqlStore {
             .connect(&args.connection_url()?)
             .await
             .map_err(err)?;
-        Ok(Self { pool })
+        // Connected on first use: a writer whose schema is in place never opens it.
+        let admin = match args.admin_connection_url()? {
+            Some(url) => Some(
+                MySqlPoolOptions::new()
+                    .max_connections(1)
+                    .acquire_timeout(CONNECT_TIMEOUT)
+                    .connect_lazy(&url)
+                    .map_err(err)?,
+            ),
+            None => None,
+        };
+        Ok(Self { pool, admin })
     }
 }
 
 impl MysqlStore {
     pub fn pool(&self) -> &MySqlPool {
         &self.pool
+    }
+
+    /// The pool that may change the schema.
+    fn admin(&self) -> &MySqlPool {
+        self.admin.as_ref().unwrap_or(&self.pool)
     }
 
     /// Count per shard table, in table order.
@@ -135,7 +154,7 @@ impl Store for MysqlStore {
     }
 
     async fn prepare(&self) -> Result<(), StoreError> {
-        migrate(&self.pool).await
+        migrate(self.admin()).await
     }
 
     async fn write(&self, batch: &[Message], overwrite: Overwrite) -> Result<Vec<Rejected>, StoreError> {
@@ -183,7 +202,10 @@ impl Store for MysqlStore {
     async fn reset(&self) -> Result<(), StoreError> {
         self.prepare().await?;
         for shard in 0..SHARDS {
-            sqlx::query(per_table("TRUNCATE TABLE {}", &shard_table(shard))).execute(&self.pool).await.map_err(err)?;
+            sqlx::query(per_table("TRUNCATE TABLE {}", &shard_table(shard)))
+                .execute(self.admin())
+                .await
+                .map_err(err)?;
         }
         Ok(())
     }

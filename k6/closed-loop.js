@@ -1,4 +1,4 @@
-// The seed's load: VUS (250) virtual users posting single messages for DURATION (60s), after
+// The reference's load: VUS (250) virtual users posting single messages for DURATION (60s), after
 // WARMUP_ROUNDS (3) warm-up rounds of WARMUP (10s) whose requests are not measured (but are
 // counted in `accepted`, since they are stored too). Defaults: lib/config.js.
 //   K6_CONSOLE_OUTPUT=k6/out/summary.ids K6_LOG_FORMAT=raw \

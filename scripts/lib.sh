@@ -30,4 +30,10 @@ unset _lab
 
 # cpu_ticks PID: user + system CPU time of a process, all threads, in clock ticks (1/100 s),
 # from /proc/PID/stat; fails when the process is gone. The benchmark scripts' per-process CPU.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# The fields are counted after the command name's last ") ": the name may hold spaces.
+cpu_ticks() {
+  local s f
+  s=$(<"/proc/$1/stat") || return 1
+  read -r -a f <<<"${s##*) }"
+  echo $((f[11] + f[12]))
+}

@@ -107,7 +107,7 @@ export function summarize(data) {
   const verdicts = [];
   if (errorRate > 0.001) verdicts.push(`error rate ${(errorRate * 100).toFixed(3)} % is over 0.1 %`);
   if (val(data, 'boot_id_changed', 'count') > 0) verdicts.push('the ingest restarted during the run (boot_id changed)');
-  // The seed's "hit the air": a dead app answers errors fast, which looks like great throughput.
+  // The reference's "hit the air": a dead app answers errors fast, which looks like great throughput.
   if (lat('med') < 0.3 && Object.keys(non202).length > 0) {
     verdicts.push(`implausible: median latency ${lat('med').toFixed(3)} ms with non-202 responses: you measured errors, not the pipeline`);
   }

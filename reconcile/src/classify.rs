@@ -16,8 +16,8 @@
 //! — **mismatched**, with the fields that differ — and, when the client logged a digest of what
 //! it sent, every store's copy against that — **not what was sent** (`crate::tally`).
 
-use crate::class::{Class, Severity};
 use crate::dlq::{DeadLetter, DeadLetters};
+use crate::findings::{Class, Severity};
 use crate::tally::{Expect, Tally, REFERENCE};
 use pipeline_stores::StoreKind;
 use std::collections::BTreeMap;

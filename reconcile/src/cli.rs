@@ -63,7 +63,7 @@ pub enum Cmd {
         #[arg(long)]
         stores_only: bool,
     },
-    /// Wait for drain, then rebuild Redis, Elasticsearch and MongoDB from MySQL: every id they
+    /// Wait for drain, then rebuild every other store from MySQL: every id they
     /// miss or hold with other content or an older version gets MySQL's version (never over a
     /// newer one), read back and compared again. Ids MySQL does not hold are reported.
     Repair {
@@ -90,6 +90,16 @@ pub enum Cmd {
     /// terminal; elsewhere needs --yes. MySQL is emptied with --mysql-admin-url when given.
     Reset {
         /// Empty every store without asking.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Empty one store now, without waiting for the pipeline to drain: a fault on purpose (the
+    /// chaos suite's wipe scenarios), after which `reconcile repair` rebuilds it from MySQL.
+    Wipe {
+        /// The store to empty.
+        #[arg(long, value_enum)]
+        store: StoreKind,
+        /// Required: this deletes every message of that store.
         #[arg(long)]
         yes: bool,
     },

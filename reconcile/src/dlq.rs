@@ -41,7 +41,7 @@ pub enum DlqError {
 /// Why one id was dead-lettered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeadLetter {
-    /// `mysql`, `redis`, `es`, `mongo`, `decode` or `unknown`.
+    /// A store's name (`StoreKind::name`), `decode` or `unknown`.
     pub store: String,
     pub reason: String,
 }

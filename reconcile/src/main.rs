@@ -6,7 +6,6 @@
 #![forbid(unsafe_code)]
 
 mod check;
-mod class;
 mod classify;
 mod cli;
 mod content;
@@ -14,6 +13,7 @@ mod dlq;
 mod dlq_list;
 mod drain;
 mod expect;
+mod findings;
 mod idlog;
 mod ids_cmd;
 mod patient;
@@ -105,7 +105,7 @@ fn plan(cmd: &Cmd) -> anyhow::Result<Plan> {
             delete_extra: *delete_extra,
             batch: *batch,
         }),
-        Cmd::Ids { .. } | Cmd::Dlq { .. } => anyhow::bail!("internal: this command has no plan"),
+        Cmd::Ids { .. } | Cmd::Dlq { .. } | Cmd::Wipe { .. } => anyhow::bail!("internal: this command has no plan"),
     })
 }
 
@@ -121,6 +121,17 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
     }
     if let Cmd::Dlq { cmd } = &cli.cmd {
         return dlq_command(&cli, cmd).await;
+    }
+    if let Cmd::Wipe { store, yes } = &cli.cmd {
+        if !*yes {
+            return Ok(bad_input(&anyhow::anyhow!("wipe deletes every message of {store}: pass --yes"), cli.json));
+        }
+        let stores = pipeline_stores::connect(&cli.stores, &[*store]).await?;
+        for s in &stores {
+            s.reset().await?;
+        }
+        eprintln!("reconcile: wiped {store}");
+        return Ok(0);
     }
     let plan = match plan(&cli.cmd) {
         Ok(p) => p,

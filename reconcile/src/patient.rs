@@ -67,7 +67,7 @@ pub async fn count(store: &dyn Store) -> Result<u64, StoreError> {
 mod tests {
     use super::*;
     use async_trait::async_trait;
-    use pipeline_stores::StoreKind;
+    use pipeline_stores::{Audit, Sink, StoreKind};
     use std::sync::atomic::{AtomicU32, Ordering};
 
     /// Fails its first `fail` reads with the given kind of error, then answers.
@@ -89,7 +89,7 @@ mod tests {
     }
 
     #[async_trait]
-    impl Store for Flaky {
+    impl Sink for Flaky {
         fn kind(&self) -> StoreKind {
             StoreKind::Es
         }
@@ -99,6 +99,10 @@ mod tests {
         async fn write(&self, _: &[Message], _: Overwrite) -> Result<Vec<Rejected>, StoreError> {
             Ok(Vec::new())
         }
+    }
+
+    #[async_trait]
+    impl Audit for Flaky {
         async fn count(&self) -> Result<u64, StoreError> {
             self.read().map(|_| 7)
         }

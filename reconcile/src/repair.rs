@@ -1,4 +1,4 @@
-//! `reconcile repair`: rebuilds Redis, Elasticsearch and MongoDB from MySQL, the system of
+//! `reconcile repair`: rebuilds every other store from MySQL, the system of
 //! record the reference design writes synchronously for this very reason.
 //!
 //! For each store, every id MySQL holds that the store is missing, or holds with other content
@@ -13,7 +13,7 @@
 //! Every repaired id is read back and compared again, so the summary says what the stores hold
 //! now, not what was sent to them. A second repair finds nothing to do.
 
-use crate::class::{Class, Severity};
+use crate::findings::{Class, Severity};
 use crate::patient;
 use crate::tally::REFERENCE;
 use indicatif::{ProgressBar, ProgressStyle};

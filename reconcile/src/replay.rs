@@ -12,8 +12,8 @@
 //! counted and left where they are. The writer dead-letters at least once, so one message may be
 //! on the topic several times: each (store, id, version) is replayed once per run.
 
-use crate::class::{Class, Severity};
 use crate::dlq::{self, Record};
+use crate::findings::{Class, Severity};
 use pipeline_common::config::KafkaArgs;
 use pipeline_common::kafka::{group_lag, producer_config};
 use pipeline_common::message::{Limits, Message};

@@ -7,10 +7,10 @@
 //! (the stores agree with each other, ids and content; nothing was compared with what was
 //! injected).
 
-use crate::class::Class;
 use crate::classify::Classes;
 use crate::dlq::DeadLetters;
 use crate::drain::Counts;
+use crate::findings::Class;
 use crate::idlog::LogCounts;
 use serde_json::{json, Value};
 
@@ -110,7 +110,7 @@ impl Report {
             .iter()
             .map(|(k, c)| {
                 let ex: Vec<&str> = c.examples().collect();
-                let mut v = json!({ "total": c.total, "examples": ex, "failure": c.severity == crate::class::Severity::Failure });
+                let mut v = json!({ "total": c.total, "examples": ex, "failure": c.severity == crate::findings::Severity::Failure });
                 if !c.fields.is_empty() {
                     v["fields"] = json!(c.fields);
                 }

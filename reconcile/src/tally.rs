@@ -11,7 +11,7 @@
 //! fingerprint per id (48 bytes); every store after it is compared with that on arrival, and
 //! every store with the digest the client logged of what it sent, when it logged one.
 
-use crate::class::{Class, Severity};
+use crate::findings::{Class, Severity};
 use pipeline_common::digest::Digest;
 use pipeline_common::message::{shard_of, shard_table, SHARDS};
 use pipeline_stores::{Audited, StoreKind};

@@ -19,7 +19,8 @@ import json
 import os
 import sys
 
-STORES = ("mysql", "redis", "es", "mongo")
+# The registry's stores (scripts/chaos exports `writer --list-stores` as PIPELINE_STORES).
+STORES = tuple(os.environ["PIPELINE_STORES"].split())
 
 
 # ------------------------------------------------------------------ merge

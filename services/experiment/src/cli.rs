@@ -1,7 +1,7 @@
 //! The command line. `experiment [FLAGS]` (or `experiment run [FLAGS]`) runs a plan;
 //! `experiment report DIR` re-renders a finished run's report and charts from its evidence.
 //!
-//! Plan flags override the plan file (`--plan`), which overrides the seed's protocol (the
+//! Plan flags override the plan file (`--plan`), which overrides the reference's protocol (the
 //! defaults). Everything that is not the plan (where binaries are, which ports) is kept apart,
 //! so `plan.toml` in the evidence is exactly what decides the numbers.
 //!
@@ -15,7 +15,7 @@ use std::path::PathBuf;
 #[derive(Parser)]
 #[command(
     name = "experiment",
-    about = "Run the seed's write-policy experiment: interleaved rounds of fresh processes, gates, evidence, report and charts",
+    about = "Run the reference's write-policy experiment: interleaved rounds of fresh processes, gates, evidence, report and charts",
     args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
@@ -44,14 +44,14 @@ pub struct RunArgs {
     /// A plan file (TOML, the format of an evidence folder's plan.toml); flags override it.
     #[arg(long, env = "EXPERIMENT_PLAN")]
     pub plan: Option<PathBuf>,
-    /// Write policies, comma separated: A, B, C (the seed's, with its shared pool 12/24/1000/caller-runs),
+    /// Write policies, comma separated: A, B, C (the reference's, with its shared pool 12/24/1000/caller-runs),
     /// A-per-store, B-per-store, C-per-store, default (the writer's defaults), or a [policy.NAME] of the plan.
     #[arg(long, value_delimiter = ',')]
     pub policies: Option<Vec<String>>,
     /// Rounds: each policy runs this many times, interleaved (A B C, A B C, ...).
     #[arg(long)]
     pub rounds: Option<u32>,
-    /// Closed loop (fixed VUs, the seed's), open loop (fixed arrival rates, see --rates) or batch
+    /// Closed loop (fixed VUs, the reference's), open loop (fixed arrival rates, see --rates) or batch
     /// (closed loop of batch POSTs, see --batch).
     #[arg(long, value_enum)]
     pub load: Option<LoadKind>,
@@ -133,7 +133,7 @@ pub struct RunArgs {
     #[arg(long, env = "EXPERIMENT_WRITER_METRICS_ADDR", default_value = "127.0.0.1:9464")]
     pub writer_metrics_addr: String,
     /// Lock file held for the whole run, so load runs never overlap on this machine (scripts/chaos
-    /// takes the same one). Default $PIPELINE_CACHE/chaos.lock.
+    /// takes the same one). Default $PIPELINE_CACHE/load.lock.
     #[arg(long, env = "EXPERIMENT_LOCK")]
     pub lock: Option<PathBuf>,
     /// Longest wait for the lock, in seconds.
@@ -149,7 +149,7 @@ fn words(s: &str) -> Vec<String> {
 }
 
 impl RunArgs {
-    /// The plan: the seed's protocol, then the plan file, then the flags.
+    /// The plan: the reference's protocol, then the plan file, then the flags.
     pub fn plan(&self, file: Option<&str>) -> Result<Plan, crate::plan::PlanError> {
         let mut p = match file {
             Some(text) => Plan::from_toml(text)?,

@@ -82,12 +82,12 @@ fn nx_version(k6: &Path) -> Value {
 
 pub async fn collect(http: &reqwest::Client, root: &Path, bins: &Path, k6: &Path, profile: &str) -> Value {
     let dirty = run("git", &["status", "--porcelain"], Some(root)).map(|t| t.lines().count()).unwrap_or(0);
+    // Every store's variables (`<STORE>_`, the registry's names) and the programs' own.
+    let mut prefixes: Vec<String> =
+        pipeline_stores::StoreKind::ALL.iter().map(|s| format!("{}_", s.name().to_uppercase())).collect();
+    prefixes.extend(["KAFKA_", "WRITER_", "INGEST_", "RECONCILE_", "PIPELINE_", "K6_"].map(String::from));
     let vars: serde_json::Map<String, Value> = std::env::vars()
-        .filter(|(k, _)| {
-            ["KAFKA_", "MYSQL_", "REDIS_", "ES_", "MONGO_", "WRITER_", "INGEST_", "RECONCILE_", "PIPELINE_", "K6_"]
-                .iter()
-                .any(|p| k.starts_with(p))
-        })
+        .filter(|(k, _)| prefixes.iter().any(|p| k.starts_with(p.as_str())))
         .map(|(k, v)| (k, Value::String(mask(&v))))
         .collect();
     let tansu = crate::paths::cache_dir().join("tansu-0.6.0/bin/tansu");

@@ -1,7 +1,7 @@
 //! The gates: what makes a round's numbers untrustworthy. A round that fails one is kept in the
 //! evidence, listed with the reason, and left out of every median.
 //!
-//! Each gate guards against one way the seed's own first results were wrong, or could have been:
+//! Each gate guards against one way the reference's own first results were wrong, or could have been:
 //! errors counted as throughput, a stale process measured twice, a store that did not get what
 //! was acknowledged, a load generator that could not keep up.
 
@@ -162,7 +162,7 @@ fn k6_errors(r: &RoundEvidence, s: &RoundStats, max: f64) -> Gate {
     )
 }
 
-/// The seed's "hit the air": a dead app answers errors fast, which looks like great throughput.
+/// The reference's "hit the air": a dead app answers errors fast, which looks like great throughput.
 fn fast_errors(r: &RoundEvidence, s: &RoundStats, fast_ms: f64) -> Option<Gate> {
     r.summary.as_ref()?;
     let p50 = s.p50?;

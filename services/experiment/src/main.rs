@@ -1,7 +1,8 @@
-//! `experiment`: the seed's write-policy comparison as one command, with evidence a stranger can
+//! `experiment`: the reference's write-policy comparison as one command, with evidence a stranger can
 //! audit. See docs/experiment.md.
 #![forbid(unsafe_code)]
 
+mod chart_style;
 mod charts;
 mod cli;
 mod envinfo;
@@ -34,7 +35,7 @@ const CANNOT_RUN: u8 = 3;
 pub fn write_report(dir: &Path, font: Option<&Path>) -> anyhow::Result<bool> {
     let ev = evidence::Evidence::load(dir)?;
     let views = report::analyse(&ev);
-    let charts = match charts::register_font(font) {
+    let charts = match chart_style::register_font(font) {
         Ok(_) => match charts::render_all(dir, &ev, &views) {
             Ok(c) => c,
             Err(e) => {

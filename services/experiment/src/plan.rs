@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The seed's shared pool: core 12, max 24, queue 1,000, CallerRunsPolicy.
+/// The reference's shared pool: core 12, max 24, queue 1,000, CallerRunsPolicy.
 pub const SEED_POOL: &str = "12/24/1000/caller-runs";
 
 #[derive(Debug, thiserror::Error)]
@@ -30,7 +30,7 @@ pub enum PlanError {
     Toml(#[from] toml::de::Error),
 }
 
-/// Closed loop (a fixed number of virtual users, the seed's load), open loop (a fixed arrival
+/// Closed loop (a fixed number of virtual users, the reference's load), open loop (a fixed arrival
 /// rate, free of coordinated omission; a list of rates makes a gradient), or batch (a closed loop
 /// of `vus` users each posting `batch` messages per request to `/v1/messages/batch`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -148,7 +148,7 @@ pub struct Plan {
 }
 
 impl Default for Plan {
-    /// The seed's protocol: A, B, C with the seed's pool, 3 rounds, 250 VUs × 60 s after 3 × 10 s.
+    /// The reference's protocol: A, B, C with the reference's pool, 3 rounds, 250 VUs × 60 s after 3 × 10 s.
     fn default() -> Plan {
         Plan {
             policies: vec!["A".into(), "B".into(), "C".into()],
@@ -171,7 +171,7 @@ impl Default for Plan {
     }
 }
 
-/// The built-in policies: the seed's A/B/C with its shared pool, the same with per-store pools,
+/// The built-in policies: the reference's A/B/C with its shared pool, the same with per-store pools,
 /// and `default` (the writer's own defaults, which `scripts/run` uses with its WRITER_ARGS).
 pub fn builtin(name: &str) -> Option<PolicyDef> {
     let (sync, about) = match name.trim_end_matches("-per-store") {
@@ -198,11 +198,11 @@ pub fn builtin(name: &str) -> Option<PolicyDef> {
             SEED_POOL.into(),
         ]
     };
-    let pool = if name.ends_with("-per-store") { "per-store pools" } else { "the seed's shared pool" };
+    let pool = if name.ends_with("-per-store") { "per-store pools" } else { "the reference's shared pool" };
     Some(PolicyDef { writer_args: args, about: format!("{about}; {pool}") })
 }
 
-pub const BUILTIN_NAMES: &str = "A, B, C (seed's shared pool), A-per-store, B-per-store, C-per-store, default";
+pub const BUILTIN_NAMES: &str = "A, B, C (the reference's shared pool), A-per-store, B-per-store, C-per-store, default";
 
 /// Seconds in a k6-style duration: `60s`, `500ms`, `2m`, `1m30s`, or a bare number of seconds.
 pub fn seconds(text: &str) -> Result<f64, PlanError> {
@@ -315,7 +315,7 @@ impl Plan {
     }
 
     /// The rounds in the order they run: repetition by repetition, load point by load point, every
-    /// policy once (the seed's interleaving, A B C, A B C, ...), shuffled per repetition when a
+    /// policy once (the reference's interleaving, A B C, A B C, ...), shuffled per repetition when a
     /// seed is given.
     pub fn schedule(&self) -> Vec<Slot> {
         let mut out = Vec::new();

@@ -1,13 +1,12 @@
 //! The processes of a round: starting a fresh writer or ingest, reading its boot id, stopping
 //! it, and reading any process's CPU time and RSS from /proc (ours, k6's and the servers').
 //!
-//! A fresh process per round is the seed's first lesson: its benchmark once measured the same
+//! A fresh process per round is the reference's first lesson: its benchmark once measured the same
 //! app nine times because a new one failed to bind silently. So a start refuses a port that
 //! already answers, and the boot id is read from the process we started.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use tokio::process::{Child, Command};
 
@@ -124,58 +123,21 @@ impl Service {
     }
 }
 
-/// CPU seconds (user + system, all threads) and resident bytes of a process, from /proc.
+/// CPU seconds (user + system, all threads) and resident bytes of a process.
 pub fn cpu_rss(pid: u32) -> Option<(f64, u64)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces; the fields after its closing parenthesis are
-    // numbered from 3, so utime (14) and stime (15) are the 12th and 13th after it.
-    let rest = stat.rsplit_once(") ")?.1;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let rss_kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    Some((ticks / clock_ticks(), rss_kb * 1024))
+    pipeline_common::procstat::cpu_rss(Some(pid))
 }
 
-/// CPU seconds the whole machine spent busy (all cores, everything but idle and iowait), from
-/// /proc/stat: set against the sampled processes, it shows load from outside the experiment.
-pub fn machine_busy() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let cpu = stat.lines().next()?.strip_prefix("cpu ")?;
-    let f: Vec<f64> = cpu.split_whitespace().filter_map(|v| v.parse().ok()).collect();
-    let total: f64 = f.iter().take(8).sum();
-    let idle = f.get(3)? + f.get(4).unwrap_or(&0.0);
-    Some((total - idle) / clock_ticks())
-}
+pub use pipeline_common::procstat::machine_busy;
 
-/// Clock ticks per second (`getconf CLK_TCK`, 100 on Linux unless the kernel says otherwise).
-fn clock_ticks() -> f64 {
-    static TCK: OnceLock<f64> = OnceLock::new();
-    *TCK.get_or_init(|| {
-        std::process::Command::new("getconf")
-            .arg("CLK_TCK")
-            .output()
-            .ok()
-            .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
-            .unwrap_or(100.0)
-    })
-}
-
-/// The servers of the native stack with their pids, from the pid files `scripts/stack` writes
-/// (`$STACK_DIR` or `<root>/.stack`; OpenSearch's in `$PIPELINE_CACHE/opensearch-2.4.1`). Servers
-/// not running, or started some other way, are left out (and the report says which it sampled).
+/// The servers of the native stack with their pids, from the pid files `scripts/stack` writes,
+/// `<stack>/<name>.pid` for Kafka and each store (`$STACK_DIR` or `<root>/.stack`). Servers not
+/// running, or started some other way, are left out (and the report says which it sampled).
 pub fn server_pids(root: &Path) -> Vec<(String, u32)> {
     let stack = crate::paths::stack_dir(root);
-    let mut files: Vec<(&str, PathBuf)> =
-        ["mysql", "redis", "kafka", "mongo"].iter().map(|n| (*n, stack.join(format!("{n}.pid")))).collect();
-    files.push(("es", crate::paths::cache_dir().join("opensearch-2.4.1/pid")));
-    files
-        .into_iter()
+    let names = std::iter::once("kafka").chain(pipeline_stores::StoreKind::ALL.iter().map(|k| k.name()));
+    names
+        .map(|n| (n, stack.join(format!("{n}.pid"))))
         .filter_map(|(name, f)| {
             let pid: u32 = std::fs::read_to_string(f).ok()?.trim().parse().ok()?;
             cpu_rss(pid).map(|_| (name.to_string(), pid))

@@ -32,8 +32,13 @@ pub fn analyse(ev: &Evidence) -> Vec<RoundView> {
         .collect()
 }
 
-/// Process columns in a fixed order: ours, the load generator, then the servers.
-pub const PROCESSES: [&str; 8] = ["writer", "ingest", "k6", "mysql", "redis", "kafka", "mongo", "es"];
+/// Process columns in a fixed order: ours, the load generator, the broker, then each store's
+/// server in the registry's order.
+pub fn processes() -> Vec<&'static str> {
+    let mut p = vec!["writer", "ingest", "k6", "kafka"];
+    p.extend(pipeline_stores::StoreKind::ALL.iter().map(|k| k.name()));
+    p
+}
 
 fn f(v: Option<f64>, digits: usize) -> String {
     v.map(|x| format!("{x:.digits$}")).unwrap_or_else(|| "–".into())
@@ -218,11 +223,11 @@ fn comparisons(md: &mut String, ev: &Evidence, views: &[RoundView]) {
 
 fn cpu_table(md: &mut String, ev: &Evidence, views: &[RoundView]) {
     let _ = writeln!(md, "## CPU µs per message, per process (median over valid rounds)\n");
-    let _ = writeln!(md, "| policy | load | {} | total |", PROCESSES.join(" | "));
-    let _ = writeln!(md, "|---|---|{}---|", "---|".repeat(PROCESSES.len()));
+    let _ = writeln!(md, "| policy | load | {} | total |", processes().join(" | "));
+    let _ = writeln!(md, "|---|---|{}---|", "---|".repeat(processes().len()));
     for c in cells(ev, views) {
         let vs = valid_of(views, &c);
-        let cols: Vec<String> = PROCESSES
+        let cols: Vec<String> = processes()
             .iter()
             .map(|p| {
                 f(

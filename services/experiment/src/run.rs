@@ -84,7 +84,7 @@ pub async fn run(args: &RunArgs) -> Result<(PathBuf, bool), RunError> {
     std::fs::create_dir_all(out.join("rounds")).with_context(|| format!("creating {}", out.display()))?;
     // Absolute: k6 runs in the checkout, reconcile here, and both read the paths the other wrote.
     let out = out.canonicalize().with_context(|| format!("resolving {}", out.display()))?;
-    let lock_path = args.lock.clone().unwrap_or_else(|| crate::paths::cache_dir().join("chaos.lock"));
+    let lock_path = args.lock.clone().unwrap_or_else(|| crate::paths::cache_dir().join("load.lock"));
     let _lock = lock(&lock_path, Duration::from_secs(args.lock_wait))?;
     if !args.no_stack {
         step(&root, "servers", "scripts/stack", &["up"])?;
@@ -105,7 +105,7 @@ pub async fn run(args: &RunArgs) -> Result<(PathBuf, bool), RunError> {
     let k6 = crate::paths::k6(args.k6.as_deref()).map_err(anyhow::Error::from)?;
     let http = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().context("HTTP client")?;
     // Someone else's writer or ingest on our addresses would be measured instead of ours (the
-    // seed's first lesson): refuse to start rather than mark every round invalid.
+    // reference's first lesson): refuse to start rather than mark every round invalid.
     for addr in [&args.writer_metrics_addr, &args.ingest_listen] {
         if http.get(format!("http://{addr}/healthz")).send().await.is_ok() {
             return Err(anyhow::anyhow!(

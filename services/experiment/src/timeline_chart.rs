@@ -1,9 +1,9 @@
 //! One policy's pools over a round, from its 1 s timeline: queue depth, active workers,
 //! rejections per second and caller-runs per second, one line per pool, the warm-up and the
-//! measured phase shaded. This is the chart that shows what the seed could only infer: whether
+//! measured phase shaded. This is the chart that shows what the reference could only infer: whether
 //! the "async" writes were in fact running on the consumer threads (caller-runs) under load.
 
-use crate::charts::{colour, Draw, FONT, WIDTH};
+use crate::chart_style::{colour, Draw, FONT, WIDTH};
 use crate::evidence::{Evidence, RoundEvidence};
 use crate::report::RoundView;
 use crate::stats::pool_name;

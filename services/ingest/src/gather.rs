@@ -3,8 +3,8 @@
 //!
 //! Why here and not in librdkafka's linger: librdkafka batches records into one produce request,
 //! but each record stays a record, and the broker's work (tansu's most of all) and librdkafka's
-//! delivery reports are per record. Single POSTs were one record each: tansu spent ~300 µs of
-//! CPU per message on them against ~30-60 µs for messages that came 100 to a record
+//! delivery reports are per record. Single POSTs were one record each, and tansu's CPU per
+//! message on them was several times its CPU for messages that came 100 to a record
 //! (docs/performance.md). Joined here, a window of single POSTs is one record, and librdkafka
 //! sends it as soon as it has it (its own linger is 0 while the ring gathers).
 //!
@@ -12,10 +12,31 @@
 //! every request record it holds, and its delivery report is reported to each of them, so a
 //! request hears Kafka's answer for every record that holds its messages.
 
-use crate::kafka::{Ack, Pending};
-use crate::ring::Entry;
+use crate::ack::Ack;
 use pipeline_common::record::Joined;
 use std::time::{Duration, Instant};
+
+/// What a request puts in the ring.
+pub struct Entry {
+    pub payload: Vec<u8>,
+    /// `Some` in `--ack kafka` mode: the delivery report is sent here.
+    pub ack: Option<Ack>,
+}
+
+impl Entry {
+    pub fn bytes(&self) -> u64 {
+        self.payload.len() as u64
+    }
+}
+
+/// A record on its way to Kafka.
+pub struct Pending {
+    pub payload: Vec<u8>,
+    /// One per request record it holds (`crate::gather`); none in `--ack ring` mode.
+    pub acks: Vec<Ack>,
+    /// When its first request record left the ring.
+    pub since: Instant,
+}
 
 /// The record being gathered and the records ready to send.
 pub struct Gather {
@@ -101,7 +122,7 @@ impl Gather {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kafka::{Delivery, RequestAck};
+    use crate::ack::{Delivery, RequestAck};
 
     fn entry(payload: &str, ack: Option<&Ack>) -> Entry {
         Entry { payload: payload.as_bytes().to_vec(), ack: ack.cloned() }
@@ -176,9 +197,9 @@ mod tests {
         assert_eq!(records.len(), 1);
         assert_eq!(records[0].acks.len(), 3, "one report per request record it holds");
         for ack in &records[0].acks {
-            ack.report(Delivery::Stored);
+            ack.report(Delivery::Acknowledged);
         }
-        assert_eq!(batch_rx.try_recv(), Ok(Delivery::Stored));
-        assert_eq!(single_rx.try_recv(), Ok(Delivery::Stored));
+        assert_eq!(batch_rx.try_recv(), Ok(Delivery::Acknowledged));
+        assert_eq!(single_rx.try_recv(), Ok(Delivery::Acknowledged));
     }
 }

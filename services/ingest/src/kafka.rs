@@ -5,7 +5,9 @@
 //! timeout) and calls [`DeliveryCtx::delivery`] for every record; the request's [`RequestAck`]
 //! travels with each of its records as the delivery opaque, so no map of pending ids is needed.
 
+use crate::ack::{Ack, Delivery};
 use crate::config::IngestConfig;
+use crate::gather::Pending;
 use crate::partitions::Rotation;
 use metrics::{counter, histogram};
 use pipeline_common::catalog;
@@ -14,107 +16,8 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::util::Timeout;
 use rdkafka::{ClientConfig, ClientContext};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::oneshot;
-
-/// What became of one record, as far as the ingest can know. The difference between the two
-/// failures is the HTTP contract: a 503 promises the message was not and will not be written; a
-/// 504 says it may have been (a retry with the same id is safe: every store writes by id).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Delivery {
-    /// Kafka acknowledged it (acks=all).
-    Stored,
-    /// It never reached librdkafka (its queue stayed full, or the producer refused it).
-    NotSent(String),
-    /// librdkafka had it and then reported a failure: it may have reached the broker.
-    Uncertain(String),
-}
-
-impl Delivery {
-    /// How bad an outcome is for the request: one uncertain record makes the request uncertain.
-    fn severity(&self) -> u8 {
-        match self {
-            Delivery::Stored => 0,
-            Delivery::NotSent(_) => 1,
-            Delivery::Uncertain(_) => 2,
-        }
-    }
-}
-
-/// One request's acknowledgement, shared by all its records: the request waits on one channel
-/// for the worst of their outcomes (the first error of that kind), sent when the last record
-/// has its report. A batch of 100 used to wait on 100 channels, each a wake-up of its worker.
-/// `NotSent` is the answer only when no record was sent: a request whose other records may be
-/// stored is `Uncertain`.
-///
-/// If records are dropped without a report (only when the producer itself goes away), the last
-/// drop drops the sender and the request reads that as "report lost", i.e. uncertain.
-pub struct RequestAck {
-    remaining: AtomicUsize,
-    /// Some record entered librdkafka (stored, or reported failed after it may have been sent).
-    sent_any: AtomicBool,
-    state: Mutex<AckState>,
-}
-
-struct AckState {
-    worst: Delivery,
-    tx: Option<oneshot::Sender<Delivery>>,
-}
-
-/// Where a record's [`Delivery`] is reported: its request's acknowledgement.
-pub type Ack = Arc<RequestAck>;
-
-impl RequestAck {
-    /// An acknowledgement for `records` records, and where the request reads its outcome.
-    pub fn new(records: usize) -> (Ack, oneshot::Receiver<Delivery>) {
-        let (tx, rx) = oneshot::channel();
-        let state = Mutex::new(AckState { worst: Delivery::Stored, tx: Some(tx) });
-        let sent_any = AtomicBool::new(false);
-        (Arc::new(RequestAck { remaining: AtomicUsize::new(records), sent_any, state }), rx)
-    }
-
-    fn state(&self) -> std::sync::MutexGuard<'_, AckState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// One record's outcome. Failures are recorded before the count goes down, so the record
-    /// that brings it to zero sees every earlier failure.
-    pub fn report(&self, outcome: Delivery) {
-        if !matches!(outcome, Delivery::NotSent(_)) {
-            self.sent_any.store(true, Ordering::Release);
-        }
-        if outcome.severity() > 0 {
-            let mut st = self.state();
-            if outcome.severity() > st.worst.severity() {
-                st.worst = outcome;
-            }
-        }
-        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-            let mut st = self.state();
-            let worst = match std::mem::replace(&mut st.worst, Delivery::Stored) {
-                Delivery::NotSent(e) if self.sent_any.load(Ordering::Acquire) => {
-                    Delivery::Uncertain(format!("some records were not sent ({e}), others may be stored"))
-                }
-                worst => worst,
-            };
-            if let Some(tx) = st.tx.take() {
-                // The request may have given up (deadline) and dropped the receiver: fine.
-                let _ = tx.send(worst);
-            }
-        }
-    }
-}
-
-/// A record on its way to Kafka.
-pub struct Pending {
-    pub payload: Vec<u8>,
-    /// One per request record it holds (`crate::gather`); none in `--ack ring` mode.
-    pub acks: Vec<Ack>,
-    /// When its first request record left the ring.
-    pub since: Instant,
-}
 
 /// What travels with a record through librdkafka until its delivery report.
 pub struct Opaque {
@@ -130,7 +33,7 @@ impl ProducerContext for DeliveryCtx {
     fn delivery(&self, result: &DeliveryResult<'_>, opaque: Box<Opaque>) {
         histogram!(catalog::INGEST_KAFKA_DELIVERY_SECONDS).record(opaque.since.elapsed().as_secs_f64());
         let outcome = match result {
-            Ok(_) => Delivery::Stored,
+            Ok(_) => Delivery::Acknowledged,
             Err((e, _)) => {
                 counter!(catalog::INGEST_KAFKA_ERRORS_TOTAL).increment(1);
                 tracing::warn!(error = %e, "kafka delivery failed");
@@ -165,7 +68,7 @@ pub fn producer_client_config(cfg: &IngestConfig) -> ClientConfig {
         // (`crate::partitions`): one produce request per window instead of one per
         // partition. tansu answers a connection's requests one at a time; with four
         // requests per window, librdkafka's broker thread spun on `poll(0)` while its
-        // in-flight window was full (docs/performance.md: ingest CPU −30 % to −50 %).
+        // in-flight window was full (the figures are in docs/performance.md).
         // Until the partition count is known, the sticky partitioner does the same at
         // random.
         .set("sticky.partitioning.linger.ms", cfg.linger_ms.to_string())
@@ -173,10 +76,9 @@ pub fn producer_client_config(cfg: &IngestConfig) -> ClientConfig {
         // With idempotence librdkafka allows a partition another request only once its
         // in-flight *messages* (not requests) are below 5, yet still schedules an immediate
         // wake-up for the ready batch: its broker thread spun on `poll(0)` until the broker
-        // answered (77,000 polls in 4 s under load; ingest CPU 145 µs per message in
-        // batches of 100). With one request in flight the waiting request sits in the
-        // output queue, which stops the wake-ups (20 µs per message, +48 % messages/s).
-        // tansu answers a connection's requests one at a time anyway.
+        // answered. With one request in flight the waiting request sits in the output queue,
+        // which stops the wake-ups (docs/performance.md, "librdkafka's spinning broker
+        // thread"). tansu answers a connection's requests one at a time anyway.
         .set("max.in.flight.requests.per.connection", "1");
     cfg.producer_options.apply(&mut config);
     config
@@ -314,16 +216,6 @@ impl Publisher {
 mod tests {
     use super::*;
 
-    fn outcome_of(reports: Vec<Delivery>) -> Result<Delivery, oneshot::error::TryRecvError> {
-        let (ack, mut rx) = RequestAck::new(reports.len());
-        let n = reports.len();
-        for (i, d) in reports.into_iter().enumerate() {
-            assert!(rx.try_recv().is_err(), "no answer before report {} of {n}", i + 1);
-            ack.report(d);
-        }
-        rx.try_recv()
-    }
-
     #[test]
     fn the_partition_turns_with_each_window_of_records() {
         use clap::Parser;
@@ -355,45 +247,5 @@ mod tests {
         let e =
             publisher(&["--record-max-bytes", "0", "--max-body-bytes", "200000"]).expect_err("one message too large");
         assert!(e.to_string().contains("MAX_BODY_BYTES 200000"), "{e}");
-    }
-
-    #[test]
-    fn the_request_hears_once_every_record_is_reported() {
-        let (ack, mut rx) = RequestAck::new(3);
-        ack.report(Delivery::Stored);
-        ack.report(Delivery::Stored);
-        assert!(rx.try_recv().is_err(), "one record still unreported");
-        ack.report(Delivery::Stored);
-        assert_eq!(rx.try_recv(), Ok(Delivery::Stored));
-    }
-
-    #[test]
-    fn the_worst_outcome_wins_and_keeps_its_first_error() {
-        let got = outcome_of(vec![
-            Delivery::NotSent("full".into()),
-            Delivery::Uncertain("timed out".into()),
-            Delivery::Uncertain("later".into()),
-            Delivery::Stored,
-        ]);
-        assert_eq!(got, Ok(Delivery::Uncertain("timed out".into())));
-        // Not sent, but another record may be stored: uncertain. None sent: nothing written.
-        assert!(matches!(
-            outcome_of(vec![Delivery::Stored, Delivery::NotSent("full".into())]),
-            Ok(Delivery::Uncertain(e)) if e.contains("full")
-        ));
-        assert_eq!(
-            outcome_of(vec![Delivery::NotSent("full".into()), Delivery::NotSent("later".into())]),
-            Ok(Delivery::NotSent("full".into()))
-        );
-    }
-
-    #[test]
-    fn records_dropped_without_a_report_close_the_channel() {
-        let (ack, mut rx) = RequestAck::new(2);
-        let other = ack.clone();
-        ack.report(Delivery::Stored);
-        drop(ack);
-        drop(other);
-        assert_eq!(rx.try_recv(), Err(oneshot::error::TryRecvError::Closed));
     }
 }

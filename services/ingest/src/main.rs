@@ -5,9 +5,9 @@ use ingest::startup::Application;
 use pipeline_common::telemetry;
 
 /// mimalloc instead of glibc's malloc: a request allocates per message (parse, validation, the
-/// Kafka payload, its delivery report), and glibc's allocator took ~20 % of the ingest's samples
-/// under load. Measured: −13 to −18 % ingest CPU per message (docs/performance.md). The writer
-/// measured no gain, so it keeps glibc's.
+/// Kafka payload, its delivery report), and glibc's allocator was a large share of the ingest's
+/// profile under load; mimalloc lowered its CPU per message (docs/performance.md). The writer
+/// gained nothing from it, so it keeps glibc's.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -5,14 +5,12 @@
 //! one window in four lands on the partition whose previous request tansu has not answered yet.
 //! With idempotence, librdkafka sends a partition nothing new while 5 or more of its messages
 //! are in flight, yet it has already scheduled an immediate wake-up for the ready batch: its
-//! broker thread then spins on `poll(0)` until the answer comes (perf counted 8,300 `poll(0)` a
-//! second, in runs of up to 9,500 over 65 ms, with ingest alone under batch load). Taken in turn,
+//! broker thread then spins on `poll(0)` until the answer comes (docs/performance.md). Taken in turn,
 //! a partition's previous request went out `partitions - 1` windows ago.
 //!
 //! The partition count comes from the broker's metadata, asked in the background; until it is
 //! known, records go out unassigned and the sticky partitioner places them.
 
-use crate::kafka::Publisher;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -54,15 +52,18 @@ impl Rotation {
     }
 }
 
-/// Keeps the publisher's partition count current: asks the broker now, then every [`REFRESH`]
-/// (more often while it is not known). Runs until the runtime stops.
-pub async fn keep_count(publisher: Publisher) {
+/// Keeps `rotation`'s partition count current: asks the broker (`ask`, a blocking metadata
+/// request, so on the blocking pool) now, then every [`REFRESH`] (more often while it is not
+/// known). Runs until the runtime stops.
+pub async fn keep_count<F>(rotation: Rotation, ask: F)
+where
+    F: Fn() -> Option<usize> + Clone + Send + 'static,
+{
     loop {
-        let p = publisher.clone();
-        let found = tokio::task::spawn_blocking(move || p.partition_count()).await;
+        let found = tokio::task::spawn_blocking(ask.clone()).await;
         let known = match found {
-            Ok(Ok(Some(n))) if n > 0 => {
-                publisher.rotation().set_count(n);
+            Ok(Some(n)) if n > 0 => {
+                rotation.set_count(n);
                 true
             }
             _ => false,

@@ -16,8 +16,8 @@
 //! as well as in slots: 131,072 slots of records up to 256 KB each would be gigabytes. A put
 //! that would pass the byte bound is a 503 like a full ring.
 
-use crate::gather::Gather;
-use crate::kafka::{Ack, Publisher};
+use crate::gather::{Entry, Gather};
+use crate::kafka::Publisher;
 use disruptor::{
     build_multi_producer, BusySpin, EventPoller, MultiProducer, MultiProducerBarrier, Polling, Producer,
     SingleConsumerBarrier,
@@ -27,19 +27,6 @@ use pipeline_common::catalog;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// What a request puts in the ring.
-pub struct Entry {
-    pub payload: Vec<u8>,
-    /// `Some` in `--ack kafka` mode: the delivery report is sent here.
-    pub ack: Option<Ack>,
-}
-
-impl Entry {
-    pub fn bytes(&self) -> u64 {
-        self.payload.len() as u64
-    }
-}
 
 #[derive(Default)]
 pub struct Slot(Mutex<Option<Entry>>);

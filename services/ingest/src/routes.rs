@@ -12,13 +12,14 @@
 //!
 //! A client that loses the connection after sending must treat the request as uncertain too.
 
+use crate::ack::{Delivery, RequestAck};
 use crate::answer::ApiError;
 use crate::auth::KeyName;
 use crate::body::{self, BatchError, BodyBudget, Bounds};
 use crate::config::{AckMode, IngestConfig};
-use crate::kafka::{Delivery, RequestAck};
+use crate::gather::Entry;
 use crate::limits::{KeyLimits, Refusal};
-use crate::ring::{Entry, Ring};
+use crate::ring::Ring;
 use crate::telemetry_mw::Accepted;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpMessage, HttpRequest, HttpResponse, ResponseError};
@@ -78,7 +79,7 @@ async fn await_ack(
         Ok(Err(_)) => Delivery::Uncertain("delivery report lost".to_string()),
     };
     match worst {
-        Delivery::Stored => Ok(()),
+        Delivery::Acknowledged => Ok(()),
         Delivery::Uncertain(e) => Err(ApiError::uncertain(&e, cfg.retry_after_secs, msgs)),
         // No record of the request was sent (`RequestAck` makes a partial one uncertain).
         Delivery::NotSent(e) => Err(ApiError::unavailable("kafka_unavailable", &e, cfg.retry_after_secs)),

@@ -43,7 +43,9 @@ impl Application {
             }
         });
         let publisher = Publisher::new(&cfg).context("creating the Kafka producer")?;
-        tokio::spawn(crate::partitions::keep_count(publisher.clone()));
+        let asker = publisher.clone();
+        let ask = move || asker.partition_count().ok().flatten();
+        tokio::spawn(crate::partitions::keep_count(publisher.rotation().clone(), ask));
         let ready = crate::ready::Readiness::new();
         tokio::spawn(ready.clone().keep(publisher.clone()));
         let ready = web::Data::from(ready);

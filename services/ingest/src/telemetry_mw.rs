@@ -5,6 +5,10 @@
 //! a bounded set). The access log is one structured line per request (tracing target `access`):
 //! time, key name, client address, route, status, messages accepted, body bytes, latency; one
 //! request in every `--access-log-every` is logged (0: none).
+//!
+//! Every request runs in a `request` span (route, client, a request number, the
+//! `x-request-id` header when the client sends one), so whatever the handlers log about it
+//! (a deadline, a refused body, a broker error) says which request it was.
 
 use crate::auth::KeyName;
 use crate::config::IngestConfig;
@@ -18,6 +22,7 @@ use pipeline_common::catalog;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+use tracing::Instrument;
 
 /// How many messages a response accepted (set by the handlers on a 202).
 #[derive(Debug, Clone, Copy)]
@@ -34,7 +39,16 @@ pub async fn record(
     let every = req.app_data::<web::Data<IngestConfig>>().map_or(1, |c| c.access_log_every);
     let client = req.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
     let bytes: u64 = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse().ok()).unwrap_or(0);
-    let res = next.call(req).await;
+    let n = SEEN.fetch_add(1, Ordering::Relaxed);
+    // The client's id, when it is a short printable token (it goes into log lines).
+    let client_id = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| v.len() <= 64 && v.bytes().all(|b| b.is_ascii_graphic()))
+        .unwrap_or("");
+    let span = tracing::info_span!("request", n, route = %route, client = %client, request_id = client_id);
+    let res = next.call(req).instrument(span).await;
     let (status, key, messages) = match &res {
         Ok(r) => (
             r.status().as_u16(),
@@ -51,7 +65,7 @@ pub async fn record(
     if messages > 0 {
         counter!(catalog::INGEST_ACCEPTED_MESSAGES_TOTAL, "key" => key.to_string()).increment(messages as u64);
     }
-    if every > 0 && SEEN.fetch_add(1, Ordering::Relaxed).is_multiple_of(every) {
+    if every > 0 && n.is_multiple_of(every) {
         tracing::info!(
             target: "access",
             key = %key,

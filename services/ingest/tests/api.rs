@@ -377,7 +377,10 @@ async fn a_full_ring_answers_503_at_once() {
     // A 64-slot ring (the disruptor's minimum) in front of a producer that holds 1 record and a
     // broker that never answers: in ring-ack mode the first ~65 are accepted, then the ring is full.
     // A record budget smaller than one message keeps each message a record of its own (the ring
-    // consumer would otherwise gather a window's messages into one).
+    // consumer would otherwise gather a window's messages into one). A record that cannot enter
+    // librdkafka gives up half a deadline after it left the ring, freeing a slot: a long deadline
+    // keeps that from happening while the 100 requests are sent (with 5 s, a slow machine sent
+    // them in more than 2.5 s and a 71st was accepted).
     let app = spawn(
         &ns,
         Some(&dead),
@@ -389,7 +392,7 @@ async fn a_full_ring_answers_503_at_once() {
             "--producer-queue",
             "1",
             "--deadline-ms",
-            "5000",
+            "120000",
             "--record-max-bytes",
             "1",
         ],

@@ -171,7 +171,7 @@ async fn a_reused_id_ends_as_the_last_accepted_version_in_every_store() {
     disagree.sort();
     assert!(
         disagree.is_empty(),
-        "every store holds the same content for every id (mysql, redis, es, mongo): {} of {} differ, e.g. {:?}",
+        "every store holds the same content for every id: {} of {} differ, e.g. {:?}",
         disagree.len(),
         all.len(),
         &disagree[..disagree.len().min(5)]

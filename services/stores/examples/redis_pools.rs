@@ -16,7 +16,7 @@ use deadpool_redis::{Config, Runtime};
 use futures::stream::{self, StreamExt};
 use pipeline_common::procstat::cpu_seconds;
 use pipeline_stores::redis::{RedisArgs, RedisStore};
-use pipeline_stores::{Backend, Store};
+use pipeline_stores::{Backend, Sink};
 use std::time::Instant;
 
 const BATCH: usize = 100;

@@ -81,8 +81,9 @@ pub struct Audited {
     pub digest: Option<Digest>,
 }
 
+/// The write side of a store, all the writer needs: create what writes need, and write.
 #[async_trait]
-pub trait Store: Send + Sync {
+pub trait Sink: Send + Sync {
     fn kind(&self) -> StoreKind;
 
     /// Creates what writes need (tables, index). Idempotent; safe from several processes.
@@ -93,9 +94,12 @@ pub trait Store: Send + Sync {
     /// rule that makes every store end with the same version of an id. `Ok` means every record
     /// is stored (or a version it may not replace is) except the returned permanent rejections.
     async fn write(&self, batch: &[Message], overwrite: Overwrite) -> Result<Vec<Rejected>, StoreError>;
+}
 
-    // The audit side, for reconcile and the tests: what the store holds.
-
+/// The audit side of a store, for reconcile, repair and the tests: what the store holds. Each
+/// store implements it in its `audit.rs`, apart from its sink.
+#[async_trait]
+pub trait Audit: Send + Sync {
     /// Exact number of messages held.
     async fn count(&self) -> Result<u64, StoreError>;
 
@@ -112,6 +116,11 @@ pub trait Store: Send + Sync {
     /// Deletes every message and leaves the store prepared and empty.
     async fn reset(&self) -> Result<(), StoreError>;
 }
+
+/// A whole store: both sides, what the registry connects and reconcile holds.
+pub trait Store: Sink + Audit {}
+
+impl<T: Sink + Audit> Store for T {}
 
 /// A store URL's value: the file's content when a `--<store>-url-file` names one. A file that
 /// cannot be read is a permanent error (nothing will change by asking again).

@@ -5,15 +5,18 @@
 //! - [`StoreKind`] (its `ALL` list, names in flags, metric labels and reconcile output),
 //! - [`StoreArgs`] (each store's flags flattened into every service that talks to stores),
 //! - [`connect`], and for tests [`isolate`] (feature `fixture`),
-//! - through `StoreKind::ALL`, the writer's `--pool-<store>` flags and reconcile's columns.
+//! - through `StoreKind::ALL`, the writer's `--pool-<store>` flags and reconcile's columns,
+//! - through `writer --list-stores` (one name per line), every script that loops over stores,
+//!   and the experiment's process columns.
 //!
 //! Deployment still needs the server itself: `.env.example`, `scripts/stack`, compose.
+//! `tests/one_list.rs` fails when a list of stores is written by hand anywhere else.
 
 use crate::{Backend, Store, StoreError, StoreFlags};
 use std::sync::Arc;
 
 macro_rules! registry {
-    ($($(#[doc = $doc:literal])* $kind:ident $name:literal => $folder:ident :: $store:ident,)*) => {
+    ($($(#[doc = $doc:literal])* $kind:ident $name:literal $label:literal => $folder:ident :: $store:ident,)*) => {
         /// Which store. The names are the ones used in flags, metric labels and reconcile output.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum, serde::Serialize)]
         pub enum StoreKind {
@@ -24,9 +27,17 @@ macro_rules! registry {
             /// Every store, in registry order (the order of reconcile's columns and of writes).
             pub const ALL: [StoreKind; [$($name),*].len()] = [$(StoreKind::$kind),*];
 
+            /// The name in flags, metric labels, file names and reconcile output (`mysql`).
             pub fn name(self) -> &'static str {
                 match self {
                     $(StoreKind::$kind => $name,)*
+                }
+            }
+
+            /// The name people write in prose and tables (`MySQL`).
+            pub fn label(self) -> &'static str {
+                match self {
+                    $(StoreKind::$kind => $label,)*
                 }
             }
         }
@@ -79,13 +90,13 @@ macro_rules! registry {
 
 registry! {
     /// MySQL / MariaDB, the system of record: 16 shard tables.
-    Mysql "mysql" => mysql::MysqlStore,
+    Mysql "mysql" "MySQL" => mysql::MysqlStore,
     /// Redis: one key per message.
-    Redis "redis" => redis::RedisStore,
+    Redis "redis" "Redis" => redis::RedisStore,
     /// Elasticsearch / OpenSearch: one index.
-    Es "es" => es::EsStore,
+    Es "es" "Elasticsearch" => es::EsStore,
     /// MongoDB: one collection.
-    Mongo "mongo" => mongo::MongoStore,
+    Mongo "mongo" "MongoDB" => mongo::MongoStore,
 }
 
 impl StoreArgs {

@@ -5,7 +5,7 @@
 
 use pipeline_common::message::shard_table;
 use pipeline_stores::mysql::{MysqlArgs, MysqlStore};
-use pipeline_stores::{Backend, Overwrite, Store};
+use pipeline_stores::{Audit, Backend, Overwrite, Sink};
 use pipeline_testkit::{exclusive, messages, Namespace};
 
 #[tokio::test]
@@ -53,6 +53,7 @@ async fn the_lab_redis_refuses_a_client_without_its_password() {
     };
     let e = refused.expect_err("no password, no PING").to_string();
     assert!(e.contains("NOAUTH") || e.contains("uthentication"), "refused for want of a password: {e}");
-    let mut c = redis::Client::open(with.as_str()).expect("url").get_multiplexed_async_connection().await.expect("with it");
+    let mut c =
+        redis::Client::open(with.as_str()).expect("url").get_multiplexed_async_connection().await.expect("with it");
     assert_eq!(redis::cmd("PING").query_async::<String>(&mut c).await.expect("PING"), "PONG");
 }

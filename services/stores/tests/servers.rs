@@ -56,7 +56,7 @@ async fn migrations_create_sixteen_tables_and_rows_land_in_their_shard() {
     let _g = exclusive().await;
     let ns = Namespace::new("mig").await;
     let store = MysqlStore::connect(&ns.stores.mysql).await.unwrap();
-    use pipeline_stores::Store;
+    use pipeline_stores::Sink;
     store.prepare().await.unwrap();
     store.prepare().await.unwrap(); // idempotent
     let tables: Vec<(String,)> = sqlx::query_as(
@@ -125,7 +125,7 @@ async fn opensearch_index_gets_the_configured_refresh_interval() {
     let mut ns = Namespace::new("esrefresh").await;
     ns.stores.es.refresh_interval = "7s".into();
     let store = pipeline_stores::es::EsStore::connect(&ns.stores.es).await.unwrap();
-    use pipeline_stores::Store;
+    use pipeline_stores::{Audit, Sink};
     store.reset().await.unwrap(); // deletes and creates the index with the settings
     let url = format!("{}/{}/_settings", ns.stores.es.url, ns.stores.es.index);
     let settings: serde_json::Value = reqwest::get(&url).await.unwrap().json().await.unwrap();
@@ -142,7 +142,7 @@ async fn opensearch_index_gets_the_configured_refresh_interval() {
 async fn a_mongo_document_is_the_message_with_a_bson_date() {
     use mongodb::bson::{doc, Bson, Document};
     use pipeline_stores::mongo::MongoStore;
-    use pipeline_stores::Store;
+    use pipeline_stores::Sink;
     let _g = exclusive().await;
     let ns = Namespace::new("mdoc").await;
     let args = &ns.stores.mongo;

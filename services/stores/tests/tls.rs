@@ -8,7 +8,7 @@
 //! stunnel.
 
 use pipeline_stores::redis::{RedisArgs, RedisStore};
-use pipeline_stores::{Backend, Overwrite, Store};
+use pipeline_stores::{Audit, Backend, Overwrite, Sink};
 use pipeline_testkit::{free_port, messages, pki, wait_port, Child};
 use std::time::Duration;
 

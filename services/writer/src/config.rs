@@ -1,7 +1,7 @@
 //! The writer's configuration: flags with environment variables, defaults = the reference experiment's topology
 //! (3 consumers, batch pull, MySQL written synchronously, the other three asynchronously).
 
-use crate::driver::PoolSpec;
+use crate::driver::spec::{Policy, PoolSpec};
 use clap::{Parser, ValueEnum};
 use pipeline_common::config::{KafkaArgs, KafkaOptions};
 use pipeline_stores::StoreArgs;
@@ -27,6 +27,10 @@ pub enum CommitMode {
     AfterSubmit,
 }
 
+fn store_names() -> Vec<&'static str> {
+    StoreKind::ALL.iter().map(|k| k.name()).collect()
+}
+
 /// Which stores are written on the consumer task before the others are submitted to pools.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyncStores(pub Vec<StoreKind>);
@@ -42,7 +46,7 @@ impl std::str::FromStr for SyncStores {
         let mut out = Vec::new();
         for name in s.split(',').map(str::trim) {
             let kind = StoreKind::from_str(name, true)
-                .map_err(|_| format!("unknown store `{name}` (mysql, redis, es, mongo, none, all)"))?;
+                .map_err(|_| format!("unknown store `{name}` ({}, none, all)", store_names().join(", ")))?;
             if !out.contains(&kind) {
                 out.push(kind);
             }
@@ -66,12 +70,7 @@ impl StorePools {
 
     pub fn get(&self, kind: StoreKind) -> PoolSpec {
         // Every kind was filled from its flag (which has a default), so the fallback is unused.
-        self.0.get(&kind).copied().unwrap_or(PoolSpec {
-            core: 4,
-            max: 8,
-            queue: 64,
-            policy: crate::driver::Policy::Block,
-        })
+        self.0.get(&kind).copied().unwrap_or(PoolSpec { core: 4, max: 8, queue: 64, policy: Policy::Block })
     }
 }
 
@@ -116,8 +115,12 @@ impl clap::Args for StorePools {
 }
 
 #[derive(Debug, Clone, Parser)]
-#[command(name = "writer", about = "Kafka → MySQL (sync) + Redis / Elasticsearch / MongoDB, no loss, no duplicates")]
+#[command(name = "writer", about = "Kafka → every store (MySQL synchronously by default), no loss, no duplicates")]
 pub struct WriterConfig {
+    /// Print the stores this writer writes (one name per line, the registry's order) and exit:
+    /// the one list every script and check reads.
+    #[arg(long)]
+    pub list_stores: bool,
     #[command(flatten)]
     pub kafka: KafkaArgs,
     #[command(flatten)]

@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// One record decoded out of librdkafka's buffers (one message, or a batch request's array:
 /// `pipeline_common::record`), stamped with the assignment epoch of its partition at the moment
@@ -380,7 +381,26 @@ impl BatchConsumer {
         items
     }
 
+    /// One batch, in a span that names it (consumer, batch number, the offsets of each
+    /// partition): every log line of its writes, retries and dead letters carries it.
     async fn handle(
+        &self,
+        batch: u64,
+        records: Vec<Record>,
+        done: &mpsc::UnboundedSender<Completion>,
+    ) -> anyhow::Result<()> {
+        let mut spans: BTreeMap<i32, (i64, i64)> = BTreeMap::new();
+        for r in &records {
+            let e = spans.entry(r.partition).or_insert((r.offset, r.offset));
+            e.0 = e.0.min(r.offset);
+            e.1 = e.1.max(r.offset);
+        }
+        let offsets: Vec<String> = spans.iter().map(|(p, (a, b))| format!("{p}:{a}-{b}")).collect();
+        let span = tracing::info_span!("batch", consumer = self.id, batch, records = records.len(), offsets = %offsets.join(","));
+        self.handle_in_span(batch, records, done).instrument(span).await
+    }
+
+    async fn handle_in_span(
         &self,
         batch: u64,
         records: Vec<Record>,

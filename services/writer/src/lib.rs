@@ -1,4 +1,4 @@
-//! The writer service: Kafka → MySQL + Redis + Elasticsearch + MongoDB, committing an offset
+//! The writer service: Kafka → every store (`StoreKind::ALL`), committing an offset
 //! only when every record before it is stored everywhere.
 //!
 //! kafka ([`consumer`]) → [`driver`] (write policy, pools, retry) → stores (`pipeline_stores`);

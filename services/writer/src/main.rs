@@ -8,6 +8,12 @@ use writer::config::WriterConfig;
 async fn main() -> anyhow::Result<()> {
     telemetry::init_tracing();
     let cfg = WriterConfig::parse();
+    if cfg.list_stores {
+        for kind in pipeline_stores::StoreKind::ALL {
+            println!("{kind}");
+        }
+        return Ok(());
+    }
     let stop = CancellationToken::new();
     tokio::spawn({
         let stop = stop.clone();

@@ -55,7 +55,10 @@ pub async fn run(cfg: WriterConfig, stop: CancellationToken) -> anyhow::Result<(
 
     let dlq = Dlq::new(&cfg.kafka, &cfg.dlq_topic)?;
     let cfg = Arc::new(cfg);
-    let driver = Arc::new(Driver::new(&cfg, stores, dlq.clone()));
+    // The writer holds each store by its write side only.
+    let sinks: Vec<Arc<dyn pipeline_stores::Sink>> =
+        stores.into_iter().map(|s| s as Arc<dyn pipeline_stores::Sink>).collect();
+    let driver = Arc::new(Driver::new(&cfg, sinks, dlq.clone()));
     tracing::info!(
         consumers = cfg.consumers,
         sync = ?cfg.sync_stores.0,

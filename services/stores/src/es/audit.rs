@@ -2,8 +2,11 @@
 //! documents fetched (`_mget`) and deleted (`_bulk`) by id.
 
 use super::store::{err, json_of, Doc, EsStore};
+use crate::{Audit, Sink};
 use crate::{Audited, StoreError};
-use elasticsearch::{BulkOperation, BulkParts, MgetParts, SearchParts};
+use async_trait::async_trait;
+use elasticsearch::indices::IndicesDeleteParts;
+use elasticsearch::{BulkOperation, BulkParts, CountParts, MgetParts, SearchParts};
 use pipeline_common::digest::{Digest, Stored};
 use pipeline_common::message::Message;
 use serde_json::{json, Value};
@@ -82,4 +85,35 @@ pub(super) async fn delete(es: &EsStore, ids: &[String]) -> Result<(), StoreErro
         }
     }
     Ok(())
+}
+
+#[async_trait]
+impl Audit for EsStore {
+    async fn count(&self) -> Result<u64, StoreError> {
+        self.refresh().await?;
+        let resp = self.client.count(CountParts::Index(&[&self.index])).send().await.map_err(err)?;
+        let body = json_of(resp, "count").await?;
+        body["count"].as_u64().ok_or_else(|| err(format!("count: no count in {body}")))
+    }
+
+    async fn audit(&self) -> Result<Vec<Audited>, StoreError> {
+        audit(self).await
+    }
+
+    async fn fetch(&self, ids: &[String]) -> Result<Vec<Message>, StoreError> {
+        fetch(self, ids).await
+    }
+
+    async fn delete(&self, ids: &[String]) -> Result<(), StoreError> {
+        delete(self, ids).await
+    }
+
+    async fn reset(&self) -> Result<(), StoreError> {
+        let resp = self.client.indices().delete(IndicesDeleteParts::Index(&[&self.index])).send().await.map_err(err)?;
+        let status = resp.status_code().as_u16();
+        if status != 404 {
+            json_of(resp, "delete index").await?;
+        }
+        self.prepare().await
+    }
 }

@@ -11,19 +11,17 @@
 //! makes the whole call a transient error that the writer retries with backoff (re-indexing the
 //! items that did succeed is harmless). The audit side is in [`super::audit`].
 
-use super::audit;
 use super::EsArgs;
-use crate::{Audited, Backend, Overwrite, Rejected, Store, StoreError, StoreKind};
+use crate::Sink;
+use crate::{Backend, Overwrite, Rejected, StoreError, StoreKind};
 use async_trait::async_trait;
 use elasticsearch::auth::Credentials;
 use elasticsearch::cert::{Certificate, CertificateValidation};
 use elasticsearch::http::response::Response;
 use elasticsearch::http::transport::{SingleNodeConnectionPool, TransportBuilder};
-use elasticsearch::indices::{
-    IndicesCreateParts, IndicesDeleteParts, IndicesPutIndexTemplateParts, IndicesRefreshParts,
-};
+use elasticsearch::indices::{IndicesCreateParts, IndicesPutIndexTemplateParts, IndicesRefreshParts};
 use elasticsearch::params::VersionType;
-use elasticsearch::{BulkOperation, BulkParts, CountParts, Elasticsearch};
+use elasticsearch::{BulkOperation, BulkParts, Elasticsearch};
 use pipeline_common::message::Message;
 use serde_json::{json, Value};
 
@@ -163,7 +161,7 @@ impl EsStore {
 }
 
 #[async_trait]
-impl Store for EsStore {
+impl Sink for EsStore {
     fn kind(&self) -> StoreKind {
         KIND
     }
@@ -252,33 +250,5 @@ impl Store for EsStore {
             ));
         }
         Ok(rejected)
-    }
-
-    async fn count(&self) -> Result<u64, StoreError> {
-        self.refresh().await?;
-        let resp = self.client.count(CountParts::Index(&[&self.index])).send().await.map_err(err)?;
-        let body = json_of(resp, "count").await?;
-        body["count"].as_u64().ok_or_else(|| err(format!("count: no count in {body}")))
-    }
-
-    async fn audit(&self) -> Result<Vec<Audited>, StoreError> {
-        audit::audit(self).await
-    }
-
-    async fn fetch(&self, ids: &[String]) -> Result<Vec<Message>, StoreError> {
-        audit::fetch(self, ids).await
-    }
-
-    async fn delete(&self, ids: &[String]) -> Result<(), StoreError> {
-        audit::delete(self, ids).await
-    }
-
-    async fn reset(&self) -> Result<(), StoreError> {
-        let resp = self.client.indices().delete(IndicesDeleteParts::Index(&[&self.index])).send().await.map_err(err)?;
-        let status = resp.status_code().as_u16();
-        if status != 404 {
-            json_of(resp, "delete index").await?;
-        }
-        self.prepare().await
     }
 }

@@ -1,7 +1,9 @@
 //! MongoDB's audit side: every document's fingerprint, documents fetched and deleted by id.
 
-use super::store::err;
+use super::store::{err, MongoStore};
+use crate::Audit;
 use crate::{Audited, StoreError};
+use async_trait::async_trait;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Collection;
@@ -70,4 +72,27 @@ pub(super) async fn delete(coll: &Collection<Document>, ids: &[String]) -> Resul
         coll.delete_many(doc! { "_id": { "$in": chunk } }).await.map_err(err)?;
     }
     Ok(())
+}
+
+#[async_trait]
+impl Audit for MongoStore {
+    async fn count(&self) -> Result<u64, StoreError> {
+        self.coll.count_documents(doc! {}).await.map_err(err)
+    }
+
+    async fn audit(&self) -> Result<Vec<Audited>, StoreError> {
+        audit(&self.coll).await
+    }
+
+    async fn fetch(&self, ids: &[String]) -> Result<Vec<Message>, StoreError> {
+        fetch(&self.coll, ids).await
+    }
+
+    async fn delete(&self, ids: &[String]) -> Result<(), StoreError> {
+        delete(&self.coll, ids).await
+    }
+
+    async fn reset(&self) -> Result<(), StoreError> {
+        self.coll.drop().await.map_err(err)
+    }
 }

@@ -12,9 +12,9 @@
 //! large) refuses that document alone; anything else is transient and the writer retries it.
 //! The audit side is in [`super::audit`].
 
-use super::audit;
 use super::MongoArgs;
-use crate::{Audited, Backend, Overwrite, Rejected, Store, StoreError, StoreKind, CONNECT_TIMEOUT};
+use crate::Sink;
+use crate::{Backend, Overwrite, Rejected, StoreError, StoreKind, CONNECT_TIMEOUT};
 use async_trait::async_trait;
 use mongodb::bson::{doc, Bson, DateTime, Document};
 use mongodb::error::ErrorKind;
@@ -156,7 +156,7 @@ impl Backend for MongoStore {
 }
 
 #[async_trait]
-impl Store for MongoStore {
+impl Sink for MongoStore {
     fn kind(&self) -> StoreKind {
         KIND
     }
@@ -180,25 +180,5 @@ impl Store for MongoStore {
         let mut refused = sorted.refused;
         refused.extend(self.replace_older(&sorted.held, overwrite).await?);
         Ok(refused)
-    }
-
-    async fn count(&self) -> Result<u64, StoreError> {
-        self.coll.count_documents(doc! {}).await.map_err(err)
-    }
-
-    async fn audit(&self) -> Result<Vec<Audited>, StoreError> {
-        audit::audit(&self.coll).await
-    }
-
-    async fn fetch(&self, ids: &[String]) -> Result<Vec<Message>, StoreError> {
-        audit::fetch(&self.coll, ids).await
-    }
-
-    async fn delete(&self, ids: &[String]) -> Result<(), StoreError> {
-        audit::delete(&self.coll, ids).await
-    }
-
-    async fn reset(&self) -> Result<(), StoreError> {
-        self.coll.drop().await.map_err(err)
     }
 }

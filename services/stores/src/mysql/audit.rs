@@ -1,8 +1,10 @@
 //! MySQL's audit side: every row's fingerprint, and rows fetched or deleted by id, table by
 //! table. Rows are streamed, so a table of millions costs one fingerprint per row, not its text.
 
-use super::store::{err, per_table};
+use super::store::{err, per_table, MysqlStore};
+use crate::{Audit, Sink};
 use crate::{Audited, StoreError};
+use async_trait::async_trait;
 use futures::TryStreamExt;
 use pipeline_common::digest::{Digest, Stored};
 use pipeline_common::message::{shard_of, shard_table, Message, SHARDS};
@@ -77,4 +79,34 @@ pub(super) async fn delete(pool: &MySqlPool, ids: &[String]) -> Result<(), Store
         }
     }
     Ok(())
+}
+
+#[async_trait]
+impl Audit for MysqlStore {
+    async fn count(&self) -> Result<u64, StoreError> {
+        Ok(self.count_per_table().await?.iter().map(|(_, n)| n).sum())
+    }
+
+    async fn audit(&self) -> Result<Vec<Audited>, StoreError> {
+        audit(self.pool()).await
+    }
+
+    async fn fetch(&self, ids: &[String]) -> Result<Vec<Message>, StoreError> {
+        fetch(self.pool(), ids).await
+    }
+
+    async fn delete(&self, ids: &[String]) -> Result<(), StoreError> {
+        delete(self.pool(), ids).await
+    }
+
+    async fn reset(&self) -> Result<(), StoreError> {
+        self.prepare().await?;
+        for shard in 0..SHARDS {
+            sqlx::query(per_table("TRUNCATE TABLE {}", &shard_table(shard)))
+                .execute(self.admin())
+                .await
+                .map_err(err)?;
+        }
+        Ok(())
+    }
 }

@@ -6,10 +6,10 @@
 //! real errors (a truncated value) into warnings and store damaged rows silently. The audit side
 //! (fingerprints, fetch and delete by id) is in [`super::audit`].
 
-use super::audit;
 use super::insert;
 use super::MysqlArgs;
-use crate::{Audited, Backend, Overwrite, Rejected, Store, StoreError, StoreKind, CONNECT_TIMEOUT};
+use crate::Sink;
+use crate::{Backend, Overwrite, Rejected, StoreError, StoreKind, CONNECT_TIMEOUT};
 use async_trait::async_trait;
 use pipeline_common::message::{shard_table, Message, SENT_AT_YEARS, SHARDS};
 use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
@@ -123,7 +123,7 @@ impl MysqlStore {
     }
 
     /// The pool that may change the schema.
-    fn admin(&self) -> &MySqlPool {
+    pub(super) fn admin(&self) -> &MySqlPool {
         self.admin.as_ref().unwrap_or(&self.pool)
     }
 
@@ -148,7 +148,7 @@ pub async fn migrate(pool: &MySqlPool) -> Result<(), StoreError> {
 }
 
 #[async_trait]
-impl Store for MysqlStore {
+impl Sink for MysqlStore {
     fn kind(&self) -> StoreKind {
         KIND
     }
@@ -181,32 +181,5 @@ impl Store for MysqlStore {
         }
         tx.committed = true;
         Ok(rejected)
-    }
-
-    async fn count(&self) -> Result<u64, StoreError> {
-        Ok(self.count_per_table().await?.iter().map(|(_, n)| n).sum())
-    }
-
-    async fn audit(&self) -> Result<Vec<Audited>, StoreError> {
-        audit::audit(&self.pool).await
-    }
-
-    async fn fetch(&self, ids: &[String]) -> Result<Vec<Message>, StoreError> {
-        audit::fetch(&self.pool, ids).await
-    }
-
-    async fn delete(&self, ids: &[String]) -> Result<(), StoreError> {
-        audit::delete(&self.pool, ids).await
-    }
-
-    async fn reset(&self) -> Result<(), StoreError> {
-        self.prepare().await?;
-        for shard in 0..SHARDS {
-            sqlx::query(per_table("TRUNCATE TABLE {}", &shard_table(shard)))
-                .execute(self.admin())
-                .await
-                .map_err(err)?;
-        }
-        Ok(())
     }
 }

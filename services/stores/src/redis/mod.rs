@@ -1,6 +1,7 @@
 //! Redis: `SET msg:<id> <message json>`, one pipeline per batch.
 
 mod args;
+mod audit;
 #[cfg(feature = "fixture")]
 mod fixture;
 mod store;

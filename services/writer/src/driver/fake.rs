@@ -4,7 +4,7 @@
 use super::DeadLetters;
 use async_trait::async_trait;
 use pipeline_common::Message;
-use pipeline_stores::{Audited, Overwrite, Rejected, Store, StoreError, StoreKind};
+use pipeline_stores::{Overwrite, Rejected, Sink, StoreError, StoreKind};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,7 +32,7 @@ impl Fake {
 }
 
 #[async_trait]
-impl Store for Fake {
+impl Sink for Fake {
     fn kind(&self) -> StoreKind {
         self.kind
     }
@@ -56,21 +56,6 @@ impl Store for Fake {
         }
         self.stored.lock().unwrap().extend(batch.iter().map(|m| m.id.clone()));
         Ok(Vec::new())
-    }
-    async fn count(&self) -> Result<u64, StoreError> {
-        Ok(self.stored.lock().unwrap().len() as u64)
-    }
-    async fn audit(&self) -> Result<Vec<Audited>, StoreError> {
-        Ok(Vec::new())
-    }
-    async fn fetch(&self, _: &[String]) -> Result<Vec<Message>, StoreError> {
-        Ok(Vec::new())
-    }
-    async fn delete(&self, _: &[String]) -> Result<(), StoreError> {
-        Ok(())
-    }
-    async fn reset(&self) -> Result<(), StoreError> {
-        Ok(())
     }
 }
 

@@ -2,8 +2,8 @@
 //! consumer when a batch is stored everywhere (or that it never will be).
 //!
 //! - [`Driver`] (this file) is the policy: which stores are written on the consumer task
-//!   (`--sync-stores`), which through [`pool`]s (`--pool shared|per-store`). The reference experiment's A/B/C
-//!   experiment lives here as data instead of three code variants.
+//!   (`--sync-stores`), which through [`pool`]s (`--pool shared|per-store`). The reference
+//!   experiment's policies A, B and C live here as data instead of three code variants.
 //! - [`retry`] gets one batch into one store whatever the store says: transient errors retried,
 //!   permanent ones isolated and returned, panics contained. It knows nothing of pools.
 //! - [`pool`] is the bounded, observable worker pool ([`spec`] its `core/max/queue/policy`).
@@ -11,7 +11,7 @@
 //!
 //! It is generic over where refused records go ([`DeadLetters`]): the writer's Kafka dead-letter
 //! topic in production, an in-process list in the unit tests, so the whole driver (policy, pool,
-//! retry, dead letters, completion) is tested without servers. Stores are already `dyn Store`.
+//! retry, dead letters, completion) is tested without servers. Stores are already `dyn Sink` (the write side is all the writer needs).
 
 #[cfg(test)]
 mod fake;
@@ -28,10 +28,11 @@ pub use ticket::{Completion, Ticket};
 use crate::config::{PoolMode, WriterConfig};
 use async_trait::async_trait;
 use pipeline_common::Message;
-use pipeline_stores::Store;
+use pipeline_stores::Sink;
 use std::sync::Arc;
 use std::time::Duration;
 use ticket::JobGuard;
+use tracing::Instrument;
 
 /// Where the records a store refuses for good go. `refused` returns once they are safely kept
 /// (acknowledged by the dead-letter topic), because the batch's offset may be committed right after.
@@ -41,14 +42,14 @@ pub trait DeadLetters: Clone + Send + Sync + 'static {
 }
 
 pub struct Driver<D: DeadLetters> {
-    sync: Vec<Arc<dyn Store>>,
-    pooled: Vec<(Arc<dyn Store>, Pool)>,
+    sync: Vec<Arc<dyn Sink>>,
+    pooled: Vec<(Arc<dyn Sink>, Pool)>,
     dlq: D,
     backoff: Backoff,
 }
 
 impl<D: DeadLetters> Driver<D> {
-    pub fn new(cfg: &WriterConfig, stores: Vec<Arc<dyn Store>>, dlq: D) -> Self {
+    pub fn new(cfg: &WriterConfig, stores: Vec<Arc<dyn Sink>>, dlq: D) -> Self {
         // Created on first use, so per-store mode exports no idle `shared` pool.
         let mut shared: Option<Pool> = None;
         let (mut sync, mut pooled) = (Vec::new(), Vec::new());
@@ -93,22 +94,29 @@ impl<D: DeadLetters> Driver<D> {
         Ok(())
     }
 
-    fn job(&self, store: Arc<dyn Store>, batch: Arc<Vec<Message>>, bytes: usize, ticket: Arc<Ticket>) -> Job {
+    fn job(&self, store: Arc<dyn Sink>, batch: Arc<Vec<Message>>, bytes: usize, ticket: Arc<Ticket>) -> Job {
         let (dlq, backoff) = (self.dlq.clone(), self.backoff);
         let guard = JobGuard { ticket, finished: false };
-        Job::new(bytes, async move {
-            // Move the whole guard in (a closure would otherwise capture only the `bool` field,
-            // and the guard would fire as soon as the job is built).
-            let mut guard = guard;
-            guard.finished = write_and_dead_letter(store.as_ref(), &batch, &dlq, backoff).await.is_ok();
-        })
+        // The job runs on a pool worker: it keeps the batch's span (consumer, batch, offsets)
+        // and adds its store, so a slow or failed pooled write names the batch it belongs to.
+        let span = tracing::info_span!(parent: &tracing::Span::current(), "store_write", store = store.kind().name());
+        Job::new(
+            bytes,
+            async move {
+                // Move the whole guard in (a closure would otherwise capture only the `bool`
+                // field, and the guard would fire as soon as the job is built).
+                let mut guard = guard;
+                guard.finished = write_and_dead_letter(store.as_ref(), &batch, &dlq, backoff).await.is_ok();
+            }
+            .instrument(span),
+        )
     }
 }
 
 /// One store write of one batch, with the records it refuses for good dead-lettered (and
 /// acknowledged by the dead-letter topic) before it returns.
 async fn write_and_dead_letter(
-    store: &dyn Store,
+    store: &dyn Sink,
     batch: &[Message],
     dlq: &impl DeadLetters,
     backoff: Backoff,
@@ -147,7 +155,7 @@ mod tests {
             "--retry-max-ms",
             "4",
         ]);
-        let stores: Vec<Arc<dyn Store>> = vec![mysql.clone(), es.clone()];
+        let stores: Vec<Arc<dyn Sink>> = vec![mysql.clone(), es.clone()];
         Driver::new(&cfg, stores, letters.clone())
     }
 

@@ -20,7 +20,7 @@ use metrics::{counter, histogram};
 use pipeline_common::catalog;
 use pipeline_common::Message;
 use pipeline_stores::isolate::{write_isolating, PartError};
-use pipeline_stores::{Overwrite, Rejected, Store, StoreError};
+use pipeline_stores::{Overwrite, Rejected, Sink, StoreError};
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
@@ -47,7 +47,7 @@ enum Failure {
 /// Writes `batch` to `store` until every record is either stored or refused for good. Returns
 /// the refused records (to be dead-lettered), or [`Panicked`].
 pub async fn store_batch<'a>(
-    store: &'a dyn Store,
+    store: &'a dyn Sink,
     batch: &'a [Message],
     backoff: Backoff,
 ) -> Result<Vec<Rejected>, Panicked> {
@@ -79,7 +79,7 @@ pub async fn store_batch<'a>(
 
 /// One part, retried while the failure is transient. Returns the store's own per-record
 /// rejections on success, or the first permanent failure (or panic).
-async fn write_retrying(store: &dyn Store, part: &[Message], backoff: Backoff) -> Result<Vec<Rejected>, Failure> {
+async fn write_retrying(store: &dyn Sink, part: &[Message], backoff: Backoff) -> Result<Vec<Rejected>, Failure> {
     let name = store.kind().name();
     let attempt = || async {
         let started = Instant::now();

@@ -29,6 +29,13 @@ impl Entry {
     }
 }
 
+/// Where the ring consumer hands its gathered records: the Kafka producer in the service. The
+/// ring knows only this, not the producer; `send_all` may block while the producer is full (the
+/// ring consumer's thread waits, and the ring fills: the backpressure the 503s come from).
+pub trait Publish: Send + 'static {
+    fn send_all(&self, records: impl Iterator<Item = Pending>);
+}
+
 /// A record on its way to Kafka.
 pub struct Pending {
     pub payload: Vec<u8>,

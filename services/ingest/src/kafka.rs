@@ -7,7 +7,7 @@
 
 use crate::ack::{Ack, Delivery};
 use crate::config::IngestConfig;
-use crate::gather::Pending;
+use crate::gather::{Pending, Publish};
 use crate::partitions::Rotation;
 use metrics::{counter, histogram};
 use pipeline_common::catalog;
@@ -161,11 +161,25 @@ impl Publisher {
         }
     }
 
+    /// Topic metadata through the producer's own connection (for `/readyz`: no new client, no
+    /// new connection per probe). Blocking.
+    pub fn partition_count(&self) -> Result<Option<usize>, KafkaError> {
+        let md = self.producer.client().fetch_metadata(Some(&self.topic), Duration::from_secs(5))?;
+        Ok(md.topics().iter().find(|t| t.name() == self.topic && t.error().is_none()).map(|t| t.partitions().len()))
+    }
+
+    /// Waits until every queued record has a delivery report (shutdown).
+    pub fn flush(&self, timeout: Duration) -> Result<(), KafkaError> {
+        self.producer.flush(Timeout::After(timeout))
+    }
+}
+
+impl Publish for Publisher {
     /// Hands records to librdkafka. When its queue is full the ring consumer waits here, which
     /// backs up the ring, which turns into 503s at the HTTP edge: backpressure end to end. A
     /// record waits at most the request deadline (Kafka is not taking anything: its request has
     /// had its 503 by then), so the ring keeps draining and shutdown cannot hang.
-    pub fn send_all(&self, records: impl Iterator<Item = Pending>) {
+    fn send_all(&self, records: impl Iterator<Item = Pending>) {
         let partition = self.rotation.now();
         for p in records {
             // The wait for room counts from when the record left the ring, gathering included,
@@ -197,18 +211,6 @@ impl Publisher {
                 }
             }
         }
-    }
-
-    /// Topic metadata through the producer's own connection (for `/readyz`: no new client, no
-    /// new connection per probe). Blocking.
-    pub fn partition_count(&self) -> Result<Option<usize>, KafkaError> {
-        let md = self.producer.client().fetch_metadata(Some(&self.topic), Duration::from_secs(5))?;
-        Ok(md.topics().iter().find(|t| t.name() == self.topic && t.error().is_none()).map(|t| t.partitions().len()))
-    }
-
-    /// Waits until every queued record has a delivery report (shutdown).
-    pub fn flush(&self, timeout: Duration) -> Result<(), KafkaError> {
-        self.producer.flush(Timeout::After(timeout))
     }
 }
 

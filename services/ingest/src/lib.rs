@@ -6,17 +6,17 @@
 //! [`partitions`] picks; [`startup`] wires it.
 #![forbid(unsafe_code)]
 
-pub mod ack;
-pub mod answer;
+pub(crate) mod ack;
+pub(crate) mod answer;
 pub mod auth;
-pub mod body;
+pub(crate) mod body;
 pub mod config;
-pub mod gather;
+pub(crate) mod gather;
 pub mod kafka;
-pub mod limits;
-pub mod partitions;
-pub mod ready;
-pub mod ring;
-pub mod routes;
+pub(crate) mod limits;
+pub(crate) mod partitions;
+pub(crate) mod ready;
+pub(crate) mod ring;
+pub(crate) mod routes;
 pub mod startup;
-pub mod telemetry_mw;
+pub(crate) mod telemetry_mw;

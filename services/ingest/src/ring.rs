@@ -16,8 +16,7 @@
 //! as well as in slots: 131,072 slots of records up to 256 KB each would be gigabytes. A put
 //! that would pass the byte bound is a 503 like a full ring.
 
-use crate::gather::{Entry, Gather};
-use crate::kafka::Publisher;
+use crate::gather::{Entry, Gather, Publish};
 use disruptor::{
     build_multi_producer, BusySpin, EventPoller, MultiProducer, MultiProducerBarrier, Polling, Producer,
     SingleConsumerBarrier,
@@ -122,7 +121,7 @@ pub struct RingOptions {
 impl Ring {
     /// A ring of `size` slots holding at most `max_bytes` of records, drained by a thread that
     /// gathers them into records for `publisher`; and what says when that thread has finished.
-    pub fn start(opts: RingOptions, publisher: Publisher) -> std::io::Result<(Ring, Drained)> {
+    pub fn start(opts: RingOptions, publisher: impl Publish) -> std::io::Result<(Ring, Drained)> {
         gauge!(catalog::INGEST_RING_CAPACITY).set(opts.size as f64);
         gauge!(catalog::INGEST_RING_CAPACITY_BYTES).set(opts.max_bytes as f64);
         let counts = Arc::new(Counts { max_bytes: opts.max_bytes, ..Counts::default() });
@@ -167,7 +166,12 @@ impl Ring {
 
 /// The consumer thread: drain, gather, send; sleep while there is nothing to do. Returns once
 /// every published entry was drained and sent (the last producer handle is gone).
-fn consume(mut poller: EventPoller<Slot, MultiProducerBarrier>, c: &Counts, opts: &RingOptions, publisher: &Publisher) {
+fn consume(
+    mut poller: EventPoller<Slot, MultiProducerBarrier>,
+    c: &Counts,
+    opts: &RingOptions,
+    publisher: &impl Publish,
+) {
     let mut gather = Gather::new(opts.record_max_bytes, opts.window);
     let mut empty_looks = 0u32;
     loop {

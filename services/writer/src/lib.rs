@@ -6,8 +6,8 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
-pub mod consumer;
-pub mod dlq;
-pub mod driver;
+pub(crate) mod consumer;
+pub(crate) mod dlq;
+pub(crate) mod driver;
 pub mod startup;
-pub mod tracker;
+pub(crate) mod tracker;

@@ -22,7 +22,6 @@ pub mod ticket;
 
 pub use pool::{Job, Pool};
 pub use retry::{Backoff, Panicked};
-pub use spec::{Policy, PoolSpec};
 pub use ticket::{Completion, Ticket};
 
 use crate::config::{PoolMode, WriterConfig};

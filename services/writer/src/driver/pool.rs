@@ -105,10 +105,6 @@ impl Pool {
         }))
     }
 
-    pub fn name(&self) -> &str {
-        &self.0.name
-    }
-
     /// Submits a job. Returns when the job is running, queued, or (caller-runs) done.
     pub async fn submit(&self, job: Job) -> Result<(), SubmitRefused> {
         let mut job = job;
@@ -219,7 +215,8 @@ impl Pool {
         }
     }
 
-    /// (active workers, queued jobs), for tests and logs.
+    /// (active workers, queued jobs), for the tests.
+    #[cfg(test)]
     pub fn load(&self) -> (usize, usize) {
         let st = self.state();
         (st.active, st.queue.len())

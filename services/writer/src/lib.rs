@@ -11,3 +11,4 @@ pub(crate) mod dlq;
 pub(crate) mod driver;
 pub mod startup;
 pub(crate) mod tracker;
+pub(crate) mod watermarks;

@@ -70,6 +70,7 @@ pub async fn run(cfg: WriterConfig, stop: CancellationToken) -> anyhow::Result<(
     // A consumer that ends with an error (or panics) stops the others and makes the process
     // exit non-zero, so a supervisor restarts it; none can die while the rest carry on unseen.
     let mut tasks = tokio::task::JoinSet::new();
+    crate::watermarks::spawn(&cfg.kafka, stop.clone());
     for id in 0..cfg.consumers {
         let c = BatchConsumer::new(id, cfg.clone(), driver.clone(), dlq.clone())?;
         tasks.spawn(c.run(stop.clone()));

@@ -1,0 +1,73 @@
+//! A private namespace per test on the shared servers, and the environment that points a
+//! service at it.
+
+use crate::{api_key, bin_path, require_servers, Child};
+use pipeline_common::config::KafkaArgs;
+use pipeline_stores::{Store, StoreArgs, StoreKind};
+use std::sync::Arc;
+
+/// A private namespace for one test: in every store what its fixture provides (its own MySQL
+/// database, ES index, Mongo database; Redis database 1, emptied, so callers hold [`exclusive`]),
+/// and its own Kafka topic and group, so tests and earlier runs never see each other's data.
+pub struct Namespace {
+    pub stores: StoreArgs,
+    pub kafka: KafkaArgs,
+    pub name: String,
+}
+
+impl Namespace {
+    pub async fn new(label: &str) -> Namespace {
+        let (mut stores, mut kafka) = require_servers().await;
+        let name = format!("t_{label}_{}", &uuid::Uuid::now_v7().simple().to_string()[20..]);
+        // Each store's fixture (services/stores/src/<store>/fixture.rs) makes its part private.
+        pipeline_stores::isolate(&mut stores, &name).await.expect("a private namespace in every store");
+        kafka.topic = name.clone();
+        kafka.group = format!("{name}_group");
+        pipeline_common::kafka::ensure_topic(&kafka, &kafka.topic, kafka.partitions).await.expect("create topic");
+        Namespace { stores, kafka, name }
+    }
+
+    /// Connects to all four stores of this namespace without preparing them (a test that runs an
+    /// older build's binaries lets them create the schema they know first).
+    pub async fn connect_stores(&self) -> Vec<Arc<dyn Store>> {
+        pipeline_stores::connect(&self.stores, &StoreKind::ALL).await.expect("connect stores")
+    }
+
+    /// Connects to all four stores of this namespace and prepares them.
+    pub async fn stores(&self) -> Vec<Arc<dyn Store>> {
+        let all = pipeline_stores::connect(&self.stores, &StoreKind::ALL).await.expect("connect stores");
+        for s in &all {
+            s.prepare().await.expect("prepare store");
+        }
+        all
+    }
+}
+
+/// The environment that points a service at this namespace.
+impl Namespace {
+    pub fn env(&self) -> Vec<(String, String)> {
+        [
+            ("KAFKA_BROKERS", self.kafka.brokers.clone()),
+            ("KAFKA_TOPIC", self.kafka.topic.clone()),
+            ("KAFKA_GROUP", self.kafka.group.clone()),
+            ("KAFKA_PARTITIONS", self.kafka.partitions.to_string()),
+            ("INGEST_AUTH", "keys".to_string()),
+            ("INGEST_AUTH_KEYS", api_key().keys_file.display().to_string()),
+            ("INGEST_KEY_FILE", api_key().token_file.display().to_string()),
+        ]
+        .into_iter()
+        .chain(self.stores.env())
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+
+    /// Starts a workspace binary with this namespace's environment and extra arguments.
+    pub fn spawn(&self, bin: &str, args: &[&str], extra_env: &[(&str, String)]) -> Child {
+        let mut cmd = std::process::Command::new(bin_path(bin));
+        cmd.args(args).envs(self.env()).env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()));
+        for (k, v) in extra_env {
+            cmd.env(k, v);
+        }
+        Child(cmd.spawn().unwrap_or_else(|e| panic!("spawn {bin}: {e}")))
+    }
+}

@@ -135,27 +135,56 @@ impl PartitionLag {
     }
 }
 
-/// Committed offsets and high watermarks of every partition of `topic` for `group`.
+/// A client that reads a group's committed offsets and a topic's high watermarks, kept for
+/// repeated samples (one librdkafka client, not one per sample). It never subscribes, so it
+/// never joins the group: `group.id` only names whose offsets to read.
+pub struct GroupProbe {
+    consumer: BaseConsumer,
+    topic: String,
+}
+
+impl GroupProbe {
+    pub fn new(args: &KafkaArgs, group: &str, topic: &str) -> Result<GroupProbe, KafkaError> {
+        let consumer = client_config(args)
+            .set("group.id", group)
+            .set("enable.auto.commit", "false")
+            .set("client.id", "pipeline-offsets")
+            .create()?;
+        Ok(GroupProbe { consumer, topic: topic.to_string() })
+    }
+
+    /// Committed offset and high watermark of every partition, in partition order. Blocking
+    /// (librdkafka calls); run it on a blocking thread from async code.
+    pub fn sample(&self) -> Result<Vec<PartitionLag>, KafkaError> {
+        let topic = self.topic.as_str();
+        let md = self.consumer.fetch_metadata(Some(topic), ADMIN_TIMEOUT)?;
+        let mut partitions: Vec<i32> = md
+            .topics()
+            .iter()
+            .filter(|t| t.name() == topic)
+            .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+            .collect();
+        partitions.sort_unstable();
+        let mut tpl = TopicPartitionList::new();
+        for p in &partitions {
+            tpl.add_partition(topic, *p);
+        }
+        let committed = self.consumer.committed_offsets(tpl, ADMIN_TIMEOUT)?;
+        let mut out = Vec::with_capacity(partitions.len());
+        for p in partitions {
+            let (_low, high) = self.consumer.fetch_watermarks(topic, p, ADMIN_TIMEOUT)?;
+            let committed = match committed.find_partition(topic, p).map(|e| e.offset()) {
+                Some(Offset::Offset(o)) => o,
+                _ => 0,
+            };
+            out.push(PartitionLag { partition: p, committed, high });
+        }
+        Ok(out)
+    }
+}
+
+/// Committed offsets and high watermarks of every partition of `topic` for `group`, once.
 /// Blocking (librdkafka calls); run it on a blocking thread from async code.
 pub fn group_lag(args: &KafkaArgs, group: &str, topic: &str) -> Result<Vec<PartitionLag>, KafkaError> {
-    let consumer: BaseConsumer =
-        client_config(args).set("group.id", group).set("enable.auto.commit", "false").create()?;
-    let md = consumer.fetch_metadata(Some(topic), ADMIN_TIMEOUT)?;
-    let partitions: Vec<i32> =
-        md.topics().iter().filter(|t| t.name() == topic).flat_map(|t| t.partitions().iter().map(|p| p.id())).collect();
-    let mut tpl = TopicPartitionList::new();
-    for p in &partitions {
-        tpl.add_partition(topic, *p);
-    }
-    let committed = consumer.committed_offsets(tpl, ADMIN_TIMEOUT)?;
-    let mut out = Vec::with_capacity(partitions.len());
-    for p in partitions {
-        let (_low, high) = consumer.fetch_watermarks(topic, p, ADMIN_TIMEOUT)?;
-        let committed = match committed.find_partition(topic, p).map(|e| e.offset()) {
-            Some(Offset::Offset(o)) => o,
-            _ => 0,
-        };
-        out.push(PartitionLag { partition: p, committed, high });
-    }
-    Ok(out)
+    GroupProbe::new(args, group, topic)?.sample()
 }

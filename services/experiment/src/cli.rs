@@ -29,6 +29,9 @@ pub struct Cli {
 pub enum Cmd {
     /// Run a plan (what `experiment` without a subcommand does).
     Run(Box<RunArgs>),
+    /// Sample the writers' group progress and metrics into a JSON lines file until SIGTERM (the
+    /// chaos suite's monitor).
+    Monitor(Box<crate::monitor::MonitorArgs>),
     /// Re-render report.md, verdicts.json and the charts from an evidence folder alone.
     Report {
         /// The evidence folder of a run (holds plan.toml and rounds/).

@@ -9,6 +9,7 @@ mod envinfo;
 mod evidence;
 mod gates;
 mod k6;
+mod monitor;
 mod paths;
 mod plan;
 mod procs;
@@ -76,6 +77,7 @@ async fn main() -> ExitCode {
     let outcome = match cli.cmd {
         Some(Cmd::Report { dir, font }) => write_report(&dir, font.as_deref()).map_err(run::RunError::Other),
         Some(Cmd::Run(args)) => run::run(&args).await.map(|(_, ok)| ok),
+        Some(Cmd::Monitor(args)) => monitor::run(&args).await.map(|()| true).map_err(run::RunError::Other),
         None => run::run(&cli.run).await.map(|(_, ok)| ok),
     };
     match outcome {

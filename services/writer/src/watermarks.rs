@@ -5,10 +5,7 @@
 use metrics::gauge;
 use pipeline_common::catalog;
 use pipeline_common::config::KafkaArgs;
-use pipeline_common::kafka::client_config;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::KafkaResult;
-use rdkafka::{Offset, TopicPartitionList};
+use pipeline_common::kafka::GroupProbe;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -25,48 +22,31 @@ const WATERMARK_EVERY: Duration = Duration::from_secs(5);
 /// asynchronous commits do not reach the callback (they can be missing while the group commits
 /// every offset).
 pub(crate) fn spawn(kafka: &KafkaArgs, stop: CancellationToken) {
-    // group.id only names whose committed offsets to read: this client never subscribes, so it
-    // never joins the group.
-    let probe: BaseConsumer = match client_config(kafka)
-        .set("client.id", "writer-watermarks")
-        .set("group.id", &kafka.group)
-        .set("enable.auto.commit", "false")
-        .create()
-    {
-        Ok(c) => c,
+    let probe = match GroupProbe::new(kafka, &kafka.group, &kafka.topic) {
+        Ok(p) => Arc::new(p),
         Err(e) => {
             tracing::warn!(error = %e, "no offset sampler (the lag graphs will be empty)");
             return;
         }
     };
-    let probe = Arc::new(probe);
-    let topic = kafka.topic.clone();
     tokio::spawn(async move {
         loop {
-            let (probe, topic) = (probe.clone(), topic.clone());
-            let sampled = tokio::task::spawn_blocking(move || -> KafkaResult<()> {
-                let timeout = pipeline_common::kafka::ADMIN_TIMEOUT;
-                let md = probe.fetch_metadata(Some(&topic), timeout)?;
-                let mut tpl = TopicPartitionList::new();
-                for t in md.topics().iter().filter(|t| t.name() == topic) {
-                    for p in t.partitions() {
-                        let (_low, high) = probe.fetch_watermarks(&topic, p.id(), timeout)?;
-                        gauge!(catalog::WRITER_PARTITION_HIGH_WATERMARK, "partition" => p.id().to_string())
-                            .set(high as f64);
-                        tpl.add_partition(&topic, p.id());
+            let p = probe.clone();
+            match tokio::task::spawn_blocking(move || p.sample()).await {
+                Ok(Ok(partitions)) => {
+                    for p in partitions {
+                        let partition = p.partition.to_string();
+                        gauge!(catalog::WRITER_PARTITION_HIGH_WATERMARK, "partition" => partition.clone())
+                            .set(p.high as f64);
+                        // 0: the group never committed on it; the gauge stays absent until it does.
+                        if p.committed > 0 {
+                            gauge!(catalog::WRITER_PARTITION_COMMITTED_OFFSET, "partition" => partition)
+                                .set(p.committed as f64);
+                        }
                     }
                 }
-                for e in probe.committed_offsets(tpl, timeout)?.elements() {
-                    if let Offset::Offset(o) = e.offset() {
-                        gauge!(catalog::WRITER_PARTITION_COMMITTED_OFFSET, "partition" => e.partition().to_string())
-                            .set(o as f64);
-                    }
-                }
-                Ok(())
-            })
-            .await;
-            if let Ok(Err(e)) = sampled {
-                tracing::debug!(error = %e, "partition offsets not sampled this time");
+                Ok(Err(e)) => tracing::debug!(error = %e, "partition offsets not sampled this time"),
+                Err(_) => {}
             }
             tokio::select! {
                 _ = stop.cancelled() => break,

@@ -1,8 +1,8 @@
 """Evidence → verdicts for scripts/chaos.
 
     report.py merge DIR          the id sets of one scenario (k6 runs, poison corpus)
-                                 → DIR/expected-{accepted,uncertain,refused}.ids (exit 2 if a k6
-                                 log disagrees with its summary)
+                                 → DIR/expected-{accepted,uncertain,refused}.ids (exit 2 if
+                                 `reconcile ids` refused a k6 log)
     report.py row DIR NAME       DIR/reconcile.json, events.tsv, monitor.jsonl, checks.tsv → DIR/row.json
     report.py progress DIR T     exit 0 once the pipeline recovered (see `recovery`) since epoch T
     report.py table OUT NAME...  the table of the rows, then the notes; exit 1 unless every verdict is
@@ -24,30 +24,10 @@ STORES = tuple(os.environ["PIPELINE_STORES"].split())
 
 
 # ------------------------------------------------------------------ merge
-def k6_section(path, run):
-    """Ids of one run of a k6 id log: {'A': [...], 'U': [...], 'R': [...]}, and the END counts."""
-    got, end, inside = {"A": [], "U": [], "R": []}, None, False
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            at = line.find("k6ids ")
-            if at < 0:
-                continue
-            t = line[at + 6:].split('"')[0].strip()
-            kind, _, rest = t.partition(" ")
-            if kind == "RUN":
-                inside = rest.strip() == run
-            elif kind == "END" and rest.split()[0] == run:
-                end = dict(kv.split("=") for kv in rest.split()[1:])
-                inside = False
-            elif inside and kind in got:
-                got[kind].extend(rest.split())
-    return got, end
-
-
 def merge(d):
     """The union of a scenario's id sets. A k6 run's ids come from the plain files `reconcile ids
-    SUMMARY --write DIR/ids-TAG` wrote (reconcile checked the log against its summary); a summary
-    without them is read here, with the same checks. Poison ids come from poison-*.ids."""
+    SUMMARY --write DIR/ids-TAG` wrote (reconcile reads the k6 log and checks it against its
+    summary: the one reader of that format); poison ids come from poison-*.ids."""
     acc, unc, ref, sources, bad = set(), set(), set(), [], []
     into = {"accepted": acc, "uncertain": unc, "refused": ref}
 
@@ -63,23 +43,8 @@ def merge(d):
         if all(os.path.exists(w) for w in written):
             for w, cls in zip(written, into):
                 plain(w, cls)
-            continue
-        with open(s) as f:
-            summ = json.load(f)
-        ids = summ.get("ids")
-        if not ids:
-            bad.append(f"{s}: no id log (k6 ran without K6_CONSOLE_OUTPUT)")
-            continue
-        log = ids["file"] if os.path.exists(ids["file"]) else os.path.join(d, os.path.basename(ids["file"]))
-        got, end = k6_section(log, ids["run"])
-        n = {k: len(v) for k, v in got.items()}
-        want = {"A": summ.get("accepted"), "U": summ.get("uncertain"), "R": summ.get("refused")}
-        if end is None:
-            bad.append(f"{log}: run {ids['run']} has no END line")
-        elif {k: int(v) for k, v in end.items()} != n or want != n:
-            bad.append(f"{log}: ids {n}, END {end}, summary {want}")
-        acc.update(got["A"]), unc.update(got["U"]), ref.update(got["R"])
-        sources.append({"summary": s, "log": log, "run": ids["run"], **n})
+        else:  # `reconcile ids` refused the log (its reason is in ids-TAG.json) or never ran
+            bad.append(f"{s}: no id files from `reconcile ids` (see ids-{tag}.json)")
     for cls in into:
         p = os.path.join(d, f"poison-{cls}.ids")
         if os.path.exists(p):

@@ -103,7 +103,7 @@ impl Application {
         let worker_ring = ring.clone();
         let server = HttpServer::new(move || {
             let app = App::new()
-                .wrap(middleware::from_fn(crate::telemetry_mw::record))
+                .wrap(middleware::from_fn(crate::telemetry_mw::observe))
                 .app_data(settings.clone())
                 .app_data(clock.clone())
                 .app_data(auth.clone())

@@ -30,7 +30,8 @@ pub struct Accepted(pub usize);
 
 static SEEN: AtomicU64 = AtomicU64::new(0);
 
-pub async fn record(
+/// Observes one request: its span, its metrics, its access-log line.
+pub async fn observe(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {

@@ -7,9 +7,12 @@
 //! The canary user (`pipeline_canary`, a lab-only account with this fixed password) is made by
 //! `scripts/stack up`.
 
-use pipeline_testkit::{bin_path, free_port, k6_bin, require_servers};
+mod support;
+
+use pipeline_testkit::{bin_path, free_port};
 use std::path::Path;
 use std::process::Command;
+use support::{experiment, RunNamespace};
 
 const CANARY: &str = "canary-Zq7vX3kP9w";
 
@@ -34,36 +37,19 @@ fn scan(dir: &Path, secrets: &[String], hits: &mut Vec<String>) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_canary_password_appears_in_no_output() {
-    let (stores, kafka) = require_servers().await;
-    let name = format!("t_canary_{}", &uuid::Uuid::now_v7().simple().to_string()[20..]);
-    // A private database, made by the stack's usual user; the canary user may use it.
-    let base = url::Url::parse(&stores.mysql.url).expect("MYSQL_URL");
-    let db = format!("{}_{name}", base.path().trim_start_matches('/'));
-    let admin = sqlx::mysql::MySqlPoolOptions::new().max_connections(1).connect(base.as_str()).await.expect("mysql");
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE `{db}`"))).execute(&admin).await.expect("create db");
-    let mut mysql = base.clone();
-    mysql.set_path(&format!("/{db}"));
+    // A private namespace; its database is made by the stack's usual user, and the canary user
+    // may use it.
+    let ns = RunNamespace::new("t_canary", 7).await;
+    let mut mysql = ns.mysql.clone();
     let _ = mysql.set_username("pipeline_canary");
     let _ = mysql.set_password(Some(CANARY));
-    let mut redis = url::Url::parse(&stores.redis.url).expect("REDIS_URL");
-    redis.set_path("/7");
     let mut secrets = vec![CANARY.to_string()];
-    secrets.extend(redis.password().filter(|p| p.len() >= 8).map(str::to_string));
-    let key = pipeline_testkit::api_key();
-    let env: Vec<(&str, String)> = vec![
-        ("MYSQL_URL", mysql.to_string()),
-        ("REDIS_URL", redis.to_string()),
-        ("ES_INDEX", name.clone()),
-        ("MONGO_DB", name.clone()),
-        ("KAFKA_BROKERS", kafka.brokers.clone()),
-        ("KAFKA_TOPIC", name.clone()),
-        ("KAFKA_GROUP", format!("{name}_group")),
-        ("WRITER_DLQ_TOPIC", format!("{name}.dlq")),
-        // A secret-looking option the client accepts (and ignores without SASL).
-        ("KAFKA_OPTIONS", format!("sasl.password={CANARY}")),
-        ("INGEST_AUTH_KEYS", key.keys_file.display().to_string()),
-        ("INGEST_KEY_FILE", key.token_file.display().to_string()),
-    ];
+    secrets.extend(ns.redis.password().filter(|p| p.len() >= 8).map(str::to_string));
+    let mut env = ns.env();
+    env.retain(|(k, _)| k != "MYSQL_URL");
+    env.push(("MYSQL_URL".into(), mysql.to_string()));
+    // A secret-looking option the client accepts (and ignores without SASL).
+    env.push(("KAFKA_OPTIONS".into(), format!("sasl.password={CANARY}")));
     let mut hits = Vec::new();
     // --help of every binary, with the canary in its environment.
     for bin in ["writer", "ingest", "reconcile", "experiment"] {
@@ -87,25 +73,9 @@ async fn a_canary_password_appears_in_no_output() {
     }
     // The main job: one round, its evidence and every process's log.
     let out_dir = std::env::temp_dir().join(format!("canary-{}", uuid::Uuid::now_v7().simple()));
-    let bins = bin_path("writer").parent().expect("bin dir").to_path_buf();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).expect("root").to_path_buf();
-    let cache = std::env::var("PIPELINE_CACHE")
-        .unwrap_or_else(|_| format!("{}/.cache/pipeline", std::env::var("HOME").unwrap_or_default()));
-    let run = Command::new(env!("CARGO_BIN_EXE_experiment"))
+    let run = experiment(&out_dir)
         .args(["--policies", "C", "--rounds", "1", "--vus", "4", "--duration", "3s", "--warmup", "0"])
-        .args(["--profile", "debug", "--no-build", "--no-stack", "--drain-timeout", "60"])
-        .arg("--bin-dir")
-        .arg(&bins)
-        .arg("--k6")
-        .arg(k6_bin())
-        .arg("--root")
-        .arg(&root)
-        .arg("--out")
-        .arg(&out_dir)
-        .args(["--ingest-listen", &format!("127.0.0.1:{}", free_port())])
-        .args(["--writer-metrics-addr", &format!("127.0.0.1:{}", free_port())])
-        .arg("--lock")
-        .arg(format!("{cache}/experiment-test.lock"))
+        .args(["--drain-timeout", "60"])
         .envs(env.iter().cloned())
         .env("RUST_LOG", "debug")
         .output()

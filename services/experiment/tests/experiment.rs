@@ -4,45 +4,12 @@
 //! round invalid, for the right reasons, and `experiment report` must judge the evidence alone the
 //! same way.
 
-use pipeline_testkit::{bin_path, free_port, k6_bin, require_servers};
+mod support;
+
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-/// The test's own store namespace: a MySQL database, ES index, Mongo database, Kafka topic, group
-/// and dead-letter topic named for this run, and a Redis database no other suite uses (6; the
-/// lock below keeps two copies of this test from sharing it).
-async fn namespace() -> Vec<(String, String)> {
-    let (stores, kafka) = require_servers().await;
-    let name = format!("t_exp_{}", &uuid::Uuid::now_v7().simple().to_string()[20..]);
-    let base = url::Url::parse(&stores.mysql.url).expect("MYSQL_URL is a URL");
-    let db = format!("{}_{name}", base.path().trim_start_matches('/'));
-    let admin = sqlx::mysql::MySqlPoolOptions::new().max_connections(1).connect(base.as_str()).await.expect("mysql");
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE `{db}`"))).execute(&admin).await.expect("create db");
-    let mut mysql = base.clone();
-    mysql.set_path(&format!("/{db}"));
-    let mut redis = url::Url::parse(&stores.redis.url).expect("REDIS_URL is a URL");
-    redis.set_path("/6");
-    [
-        ("KAFKA_BROKERS", kafka.brokers.clone()),
-        ("KAFKA_TOPIC", name.clone()),
-        ("KAFKA_GROUP", format!("{name}_group")),
-        ("WRITER_DLQ_TOPIC", format!("{name}.dlq")),
-        ("INGEST_AUTH_KEYS", pipeline_testkit::api_key().keys_file.display().to_string()),
-        ("INGEST_KEY_FILE", pipeline_testkit::api_key().token_file.display().to_string()),
-        ("MYSQL_URL", mysql.to_string()),
-        ("REDIS_URL", redis.to_string()),
-        ("ES_INDEX", name.clone()),
-        ("MONGO_DB", name.clone()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect()
-}
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).expect("workspace root").to_path_buf()
-}
+use support::{experiment, RunNamespace};
 
 fn verdicts(dir: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(dir.join("verdicts.json")).expect("verdicts.json written");
@@ -51,30 +18,12 @@ fn verdicts(dir: &Path) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_short_experiment_marks_the_broken_round_invalid_and_only_that_one() {
-    let env = namespace().await;
-    let bins = bin_path("writer").parent().expect("bin dir").to_path_buf();
+    let env = RunNamespace::new("t_exp", 6).await.env();
     let out = std::env::temp_dir().join(format!("experiment-test-{}", uuid::Uuid::now_v7().simple()));
-    let cache = std::env::var("PIPELINE_CACHE")
-        .unwrap_or_else(|_| format!("{}/.cache/pipeline", std::env::var("HOME").unwrap_or_default()));
     let started = std::time::Instant::now();
-    let status = Command::new(env!("CARGO_BIN_EXE_experiment"))
+    let status = experiment(&out)
         .args(["--policies", "A,C", "--rounds", "2", "--vus", "4", "--duration", "3s", "--warmup", "0"])
         .args(["--fault", "3:kill-writer", "--drain-timeout", "15"])
-        .args(["--profile", "debug", "--no-build", "--no-stack"])
-        .arg("--bin-dir")
-        .arg(&bins)
-        .arg("--k6")
-        .arg(k6_bin())
-        .arg("--root")
-        .arg(workspace_root())
-        .arg("--out")
-        .arg(&out)
-        .args(["--ingest-listen", &format!("127.0.0.1:{}", free_port())])
-        .args(["--writer-metrics-addr", &format!("127.0.0.1:{}", free_port())])
-        // Not the machine-wide load lock: CI runs this beside other suites; this lock only keeps
-        // two copies of this test off the same Redis database.
-        .arg("--lock")
-        .arg(format!("{cache}/experiment-test.lock"))
         .envs(env)
         .env("RUST_LOG", "info")
         .status()

@@ -78,13 +78,17 @@ pub async fn run(args: &MonitorArgs) -> anyhow::Result<()> {
         let mut rec = Map::new();
         rec.insert("t".into(), json!((t * 1000.0).round() / 1000.0));
         let p = probe.clone();
-        match tokio::task::spawn_blocking(move || p.sample()).await {
-            Ok(Ok(parts)) => {
+        let sampled = tokio::task::spawn_blocking(move || p.sample().map_err(|e| e.to_string()))
+            .await
+            .unwrap_or_else(|e| Err(e.to_string()));
+        match sampled {
+            Ok(parts) => {
                 rec.insert("committed".into(), parts.iter().map(|p| p.committed.max(0)).collect());
                 rec.insert("high".into(), parts.iter().map(|p| p.high).collect());
             }
-            Ok(Err(e)) => drop(rec.insert("error".into(), json!(e.to_string()))),
-            Err(e) => drop(rec.insert("error".into(), json!(e.to_string()))),
+            Err(e) => {
+                rec.insert("error".into(), json!(e));
+            }
         }
         let mut writers = Map::new();
         for port in &args.writers {

@@ -5,6 +5,7 @@
 //! app nine times because a new one failed to bind silently. So a start refuses a port that
 //! already answers, and the boot id is read from the process we started.
 
+use pipeline_common::procstat::cpu_rss;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -123,13 +124,6 @@ impl Service {
     }
 }
 
-/// CPU seconds (user + system, all threads) and resident bytes of a process.
-pub fn cpu_rss(pid: u32) -> Option<(f64, u64)> {
-    pipeline_common::procstat::cpu_rss(Some(pid))
-}
-
-pub use pipeline_common::procstat::machine_busy;
-
 /// The servers of the native stack with their pids, from the pid files `scripts/stack` writes,
 /// `<stack>/<name>.pid` for Kafka and each store (`$STACK_DIR` or `<root>/.stack`). Servers not
 /// running, or started some other way, are left out (and the report says which it sampled).
@@ -140,16 +134,7 @@ pub fn server_pids(root: &Path) -> Vec<(String, u32)> {
         .map(|n| (n, stack.join(format!("{n}.pid"))))
         .filter_map(|(name, f)| {
             let pid: u32 = std::fs::read_to_string(f).ok()?.trim().parse().ok()?;
-            cpu_rss(pid).map(|_| (name.to_string(), pid))
+            cpu_rss(Some(pid)).map(|_| (name.to_string(), pid))
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn our_own_cpu_is_readable() {
-        let (cpu, rss) = super::cpu_rss(std::process::id()).expect("own /proc");
-        assert!(cpu >= 0.0 && rss > 0);
-    }
 }

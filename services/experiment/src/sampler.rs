@@ -6,8 +6,8 @@
 //! not known in advance (a pool appears when the writer creates it) and because a reader can
 //! grep it. It costs a few HTTP GETs and /proc reads per second: nothing next to the load.
 
-use crate::procs;
 use crate::prom;
+use pipeline_common::procstat::{cpu_rss, machine_busy};
 use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -113,12 +113,12 @@ async fn sample_once(
             rows += 1;
         }
     }
-    if let Some(busy) = procs::machine_busy() {
+    if let Some(busy) = machine_busy() {
         writeln!(out, "{t:.3},machine,cpu_busy_seconds,,{busy:.3}")?;
         rows += 1;
     }
     for (name, pid) in &procs {
-        if let Some((cpu, rss)) = procs::cpu_rss(*pid) {
+        if let Some((cpu, rss)) = cpu_rss(Some(*pid)) {
             writeln!(out, "{t:.3},proc,cpu_seconds,process={name},{cpu:.3}")?;
             writeln!(out, "{t:.3},proc,rss_bytes,process={name},{rss}")?;
             rows += 2;

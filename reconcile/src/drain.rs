@@ -7,7 +7,7 @@
 
 use indicatif::{ProgressBar, ProgressStyle};
 use pipeline_common::config::KafkaArgs;
-use pipeline_common::kafka::{group_lag, PartitionLag};
+use pipeline_common::kafka::{GroupProbe, PartitionLag};
 use pipeline_stores::{Store, StoreKind};
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -24,9 +24,11 @@ pub async fn count_all(stores: &[Arc<dyn Store>]) -> anyhow::Result<Counts> {
     Ok(out)
 }
 
-pub async fn lag(kafka: &KafkaArgs) -> anyhow::Result<Vec<PartitionLag>> {
-    let k = kafka.clone();
-    Ok(tokio::task::spawn_blocking(move || group_lag(&k, &k.group, &k.topic)).await??)
+/// The writers' lag, sampled through one client kept for the whole wait (librdkafka calls, so on
+/// the blocking pool).
+async fn lag(probe: &Arc<GroupProbe>) -> anyhow::Result<Vec<PartitionLag>> {
+    let p = probe.clone();
+    Ok(tokio::task::spawn_blocking(move || p.sample()).await??)
 }
 
 /// Why the wait ended without a drain.
@@ -104,11 +106,12 @@ pub async fn wait(
     interval: Duration,
 ) -> anyhow::Result<Result<Counts, NotDrained>> {
     let deadline = Instant::now() + timeout;
+    let probe = Arc::new(GroupProbe::new(kafka, &kafka.group, &kafka.topic)?);
     let mut progress = Progress::new();
     let mut previous: Option<Counts> = None;
     let mut last_chance_used = false;
     loop {
-        let lag = lag(kafka).await?;
+        let lag = lag(&probe).await?;
         let caught_up = lag.iter().all(|p| p.lag() == 0);
         // Count only once the writers have caught up: counting is expensive on some stores
         // (nx-27017's count_documents scans), and polling it every second slows the very writes

@@ -138,7 +138,7 @@ impl Publisher {
         })
     }
 
-    /// Where the partition count is kept (see `crate::partitions::keep_count`).
+    /// Where the partition count is kept (`crate::ready` keeps it current).
     pub fn rotation(&self) -> &Rotation {
         &self.rotation
     }

@@ -8,15 +8,13 @@
 //! broker thread then spins on `poll(0)` until the answer comes (docs/performance.md). Taken in turn,
 //! a partition's previous request went out `partitions - 1` windows ago.
 //!
-//! The partition count comes from the broker's metadata, asked in the background; until it is
-//! known, records go out unassigned and the sticky partitioner places them.
+//! The partition count comes from the broker's metadata, the answer the readiness loop asks for
+//! every few seconds anyway (`crate::ready`); until it is known, records go out unassigned and the
+//! sticky partitioner places them.
 
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// How often the partition count is asked again (partitions can be added to a topic).
-const REFRESH: Duration = Duration::from_secs(30);
 
 #[derive(Clone)]
 pub struct Rotation {
@@ -50,26 +48,6 @@ impl Rotation {
 
     pub fn set_count(&self, n: usize) {
         self.count.store(i32::try_from(n).unwrap_or(i32::MAX), Ordering::Relaxed);
-    }
-}
-
-/// Keeps `rotation`'s partition count current: asks the broker (`ask`, a blocking metadata
-/// request, so on the blocking pool) now, then every [`REFRESH`] (more often while it is not
-/// known). Runs until the runtime stops.
-pub async fn keep_count<F>(rotation: Rotation, ask: F)
-where
-    F: Fn() -> Option<usize> + Clone + Send + 'static,
-{
-    loop {
-        let found = tokio::task::spawn_blocking(ask.clone()).await;
-        let known = match found {
-            Ok(Some(n)) if n > 0 => {
-                rotation.set_count(n);
-                true
-            }
-            _ => false,
-        };
-        tokio::time::sleep(if known { REFRESH } else { Duration::from_secs(1) }).await;
     }
 }
 

@@ -28,14 +28,21 @@ impl Readiness {
         Arc::new(Readiness(ArcSwap::from_pointee(State { partitions: None, at: Instant::now() })))
     }
 
-    /// Asks the broker for the topic every [`EVERY`], through the producer's own connection.
+    /// Asks the broker for the topic every [`EVERY`], through the producer's own connection;
+    /// the partition count it learns is also the one the producer's rotation uses
+    /// (`crate::partitions`), so nothing asks the broker twice.
     pub async fn keep(self: Arc<Readiness>, publisher: Publisher) {
         let mut was_ready = None;
         loop {
             let p = publisher.clone();
             let found = tokio::task::spawn_blocking(move || p.partition_count()).await;
             let partitions = match found {
-                Ok(Ok(Some(n))) => Some(n),
+                Ok(Ok(Some(n))) => {
+                    if n > 0 {
+                        publisher.rotation().set_count(n);
+                    }
+                    Some(n)
+                }
                 Ok(Ok(None)) => {
                     log_change(&mut was_ready, false, "the topic does not exist");
                     None

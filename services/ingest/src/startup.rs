@@ -43,9 +43,6 @@ impl Application {
             }
         });
         let publisher = Publisher::new(&cfg).context("creating the Kafka producer")?;
-        let asker = publisher.clone();
-        let ask = move || asker.partition_count().ok().flatten();
-        tokio::spawn(crate::partitions::keep_count(publisher.rotation().clone(), ask));
         let ready = crate::ready::Readiness::new();
         tokio::spawn(ready.clone().keep(publisher.clone()));
         let ready = web::Data::from(ready);

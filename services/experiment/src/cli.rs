@@ -29,9 +29,9 @@ pub struct Cli {
 pub enum Cmd {
     /// Run a plan (what `experiment` without a subcommand does).
     Run(Box<RunArgs>),
-    /// Sample the writers' group progress and metrics into a JSON lines file until SIGTERM (the
-    /// chaos suite's monitor).
-    Monitor(Box<crate::monitor::MonitorArgs>),
+    /// The chaos scenarios (kills, a rebalance, store freezes and wipes, a poison corpus, a
+    /// dead-letter replay) under load, each ending in an exact reconcile; one table row each.
+    Chaos(Box<crate::chaos::ChaosArgs>),
     /// Re-render report.md, verdicts.json and the charts from an evidence folder alone.
     Report {
         /// The evidence folder of a run (holds plan.toml and rounds/).
@@ -107,10 +107,32 @@ pub struct RunArgs {
     /// restart-writer), to check that the gates catch it. Repeatable.
     #[arg(long = "fault")]
     pub faults: Vec<Fault>,
+    /// A condition of every round: stores made slow by a proxy between the writer and each
+    /// server, STORE=BASE[±JITTER][+PER*inflight][@RATE/s], comma separated (es=20ms±5ms,mongo=10ms).
+    /// Not a fault: the rounds stay valid and the report names the condition.
+    #[arg(long, value_delimiter = ',')]
+    pub store_delay: Option<Vec<String>>,
 
     /// Evidence folder (default k6/out/experiment-<time>).
     #[arg(long, env = "EXPERIMENT_OUT")]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: Common,
+    /// Where each round's ingest listens.
+    #[arg(long, env = "EXPERIMENT_INGEST_LISTEN", default_value = "127.0.0.1:8080")]
+    pub ingest_listen: String,
+    /// Where each round's writer serves /metrics and /healthz.
+    #[arg(long, env = "EXPERIMENT_WRITER_METRICS_ADDR", default_value = "127.0.0.1:9464")]
+    pub writer_metrics_addr: String,
+    /// TrueType font for the charts' text (default: DejaVu Sans or Liberation Sans from the system).
+    #[arg(long, env = "EXPERIMENT_FONT")]
+    pub font: Option<PathBuf>,
+}
+
+/// What every load run needs besides its plan: which binaries, where the checkout and k6 are,
+/// the machine-wide lock.
+#[derive(Args, Clone, Debug, Default)]
+pub struct Common {
     /// Binaries to build and use: release (for figures) or debug (quick checks).
     #[arg(long, env = "PROFILE", default_value = "release", value_parser = ["release", "debug"])]
     pub profile: String,
@@ -129,22 +151,13 @@ pub struct RunArgs {
     /// The checkout (default: found upwards from the current folder).
     #[arg(long, env = "PIPELINE_ROOT")]
     pub root: Option<PathBuf>,
-    /// Where each round's ingest listens.
-    #[arg(long, env = "EXPERIMENT_INGEST_LISTEN", default_value = "127.0.0.1:8080")]
-    pub ingest_listen: String,
-    /// Where each round's writer serves /metrics and /healthz.
-    #[arg(long, env = "EXPERIMENT_WRITER_METRICS_ADDR", default_value = "127.0.0.1:9464")]
-    pub writer_metrics_addr: String,
-    /// Lock file held for the whole run, so load runs never overlap on this machine (scripts/chaos
-    /// takes the same one). Default $PIPELINE_CACHE/load.lock.
+    /// Lock file held for the whole run, so load runs (experiments, chaos) never overlap on
+    /// this machine. Default $PIPELINE_CACHE/load.lock.
     #[arg(long, env = "EXPERIMENT_LOCK")]
     pub lock: Option<PathBuf>,
     /// Longest wait for the lock, in seconds.
     #[arg(long, env = "EXPERIMENT_LOCK_WAIT", default_value_t = 1800)]
     pub lock_wait: u64,
-    /// TrueType font for the charts' text (default: DejaVu Sans or Liberation Sans from the system).
-    #[arg(long, env = "EXPERIMENT_FONT")]
-    pub font: Option<PathBuf>,
 }
 
 fn words(s: &str) -> Vec<String> {
@@ -174,6 +187,7 @@ impl RunArgs {
         set!(max_vus);
         set!(duration);
         set!(warmup);
+        set!(store_delay);
         if self.shuffle_seed.is_some() {
             p.shuffle_seed = self.shuffle_seed;
         }

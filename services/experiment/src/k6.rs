@@ -63,6 +63,44 @@ pub fn measured_offset(plan: &Plan) -> f64 {
     }
 }
 
+/// The variables every k6 run gets: where to send, where its summary and id log go (the id log
+/// is what reconcile checks the stores against), the run id that starts its message ids, and
+/// the lab's API key file.
+pub fn base_env(root: &Path, ingest_url: &str, summary: &Path, ids: &Path, run_id: &str) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = vec![
+        ("INGEST_URL".into(), ingest_url.into()),
+        ("SUMMARY_FILE".into(), summary.display().to_string()),
+        ("K6_CONSOLE_OUTPUT".into(), ids.display().to_string()),
+        ("K6_LOG_FORMAT".into(), "raw".into()),
+        ("K6_NO_USAGE_REPORT".into(), "true".into()),
+        ("RUN_ID".into(), run_id.into()),
+    ];
+    env.extend(crate::paths::lab_key_env(root));
+    env
+}
+
+/// Starts `k6 run -q SCRIPT` in the checkout with `env` added, its output in `log`.
+pub fn spawn(
+    k6: &Path,
+    root: &Path,
+    script: &str,
+    env: &[(String, String)],
+    log: &Path,
+) -> Result<tokio::process::Child, K6Error> {
+    let out = std::fs::File::create(log).map_err(|e| K6Error::Log(log.display().to_string(), e))?;
+    let err = out.try_clone().map_err(|e| K6Error::Log(log.display().to_string(), e))?;
+    tokio::process::Command::new(k6)
+        .args(["run", "-q", script])
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| K6Error::Spawn(k6.display().to_string(), e))
+}
+
 /// Runs k6 to its end; its pid is sampled meanwhile as `k6`.
 pub async fn run(job: &K6Job<'_>, t0: Instant, sampler: &Sampler) -> Result<K6Run, K6Error> {
     let script = match job.plan.load {
@@ -75,18 +113,12 @@ pub async fn run(job: &K6Job<'_>, t0: Instant, sampler: &Sampler) -> Result<K6Ru
     let ids = ids_path(job.dir);
     let _ = std::fs::remove_file(&summary);
     let _ = std::fs::remove_file(&ids);
-    let mut env: Vec<(String, String)> = vec![
-        ("INGEST_URL".into(), job.ingest_url.into()),
+    let mut env = base_env(job.root, job.ingest_url, &summary, &ids, &job.run_id);
+    env.extend([
         ("DURATION".into(), job.plan.duration.clone()),
         ("WARMUP_ROUNDS".into(), rounds.to_string()),
         ("WARMUP".into(), each),
-        ("SUMMARY_FILE".into(), summary.display().to_string()),
-        ("K6_CONSOLE_OUTPUT".into(), ids.display().to_string()),
-        ("K6_LOG_FORMAT".into(), "raw".into()),
-        ("K6_NO_USAGE_REPORT".into(), "true".into()),
-        ("RUN_ID".into(), job.run_id.clone()),
-    ];
-    env.extend(crate::paths::lab_key_env(job.root));
+    ]);
     match job.plan.load {
         LoadKind::Closed => env.push(("VUS".into(), job.point.to_string())),
         LoadKind::Batch => {
@@ -100,20 +132,8 @@ pub async fn run(job: &K6Job<'_>, t0: Instant, sampler: &Sampler) -> Result<K6Ru
         }
     }
     let args = vec!["run".to_string(), "-q".to_string(), script.to_string()];
-    let log_path = job.dir.join("k6.log");
-    let log = std::fs::File::create(&log_path).map_err(|e| K6Error::Log(log_path.display().to_string(), e))?;
-    let err = log.try_clone().map_err(|e| K6Error::Log(log_path.display().to_string(), e))?;
     let started_s = t0.elapsed().as_secs_f64();
-    let mut child = tokio::process::Command::new(job.k6)
-        .args(&args)
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .current_dir(job.root)
-        .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(err)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| K6Error::Spawn(job.k6.display().to_string(), e))?;
+    let mut child = spawn(job.k6, job.root, script, &env, &job.dir.join("k6.log"))?;
     if let Some(pid) = child.id() {
         sampler.add_proc("k6", pid);
     }

@@ -2,14 +2,15 @@
 //! audit. See docs/experiment.md.
 #![forbid(unsafe_code)]
 
+mod chaos;
 mod chart_style;
 mod charts;
 mod cli;
+mod condition;
 mod envinfo;
 mod evidence;
 mod gates;
 mod k6;
-mod monitor;
 mod paths;
 mod plan;
 mod procs;
@@ -77,7 +78,7 @@ async fn main() -> ExitCode {
     let outcome = match cli.cmd {
         Some(Cmd::Report { dir, font }) => write_report(&dir, font.as_deref()).map_err(run::RunError::Other),
         Some(Cmd::Run(args)) => run::run(&args).await.map(|(_, ok)| ok),
-        Some(Cmd::Monitor(args)) => monitor::run(&args).await.map(|()| true).map_err(run::RunError::Other),
+        Some(Cmd::Chaos(args)) => chaos::run(&args).await,
         None => run::run(&cli.run).await.map(|(_, ok)| ok),
     };
     match outcome {

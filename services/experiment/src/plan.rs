@@ -28,6 +28,8 @@ pub enum PlanError {
     EmptyBatch,
     #[error("cannot read the plan: {0}")]
     Toml(#[from] toml::de::Error),
+    #[error(transparent)]
+    StoreDelay(#[from] crate::condition::spec::SpecError),
 }
 
 /// Closed loop (a fixed number of virtual users, the reference's load), open loop (a fixed arrival
@@ -143,6 +145,9 @@ pub struct Plan {
     pub drain_timeout_s: u64,
     pub gates: Gates,
     pub faults: Vec<Fault>,
+    /// A condition of every round: stores made slow by a proxy in front of each
+    /// (`es=20ms±5ms`, see `condition::spec`). Not a fault: the rounds stay valid.
+    pub store_delay: Vec<String>,
     /// Policies beyond the built-in ones.
     pub policy: BTreeMap<String, PolicyDef>,
 }
@@ -166,6 +171,7 @@ impl Default for Plan {
             drain_timeout_s: 600,
             gates: Gates::default(),
             faults: Vec::new(),
+            store_delay: Vec::new(),
             policy: BTreeMap::new(),
         }
     }
@@ -278,6 +284,11 @@ impl Plan {
             .ok_or_else(|| PlanError::UnknownPolicy(name.into(), BUILTIN_NAMES.into()))
     }
 
+    /// The condition of every round, parsed.
+    pub fn store_delays(&self) -> Result<Vec<crate::condition::spec::StoreDelay>, PlanError> {
+        Ok(crate::condition::spec::parse_all(&self.store_delay)?)
+    }
+
     /// Load points: the VU count for a closed loop, each rate for an open one.
     pub fn points(&self) -> Vec<u32> {
         match self.load {
@@ -306,6 +317,7 @@ impl Plan {
         }
         seconds(&self.duration)?;
         warmup(&self.warmup)?;
+        self.store_delays()?;
         for f in &self.faults {
             if f.round == 0 || f.round > self.total_rounds() {
                 return Err(PlanError::FaultRound(f.round, self.total_rounds()));

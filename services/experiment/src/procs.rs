@@ -1,13 +1,16 @@
-//! The processes of a round: starting a fresh writer or ingest, reading its boot id, stopping
-//! it, and reading any process's CPU time and RSS from /proc (ours, k6's and the servers').
+//! The one process supervisor of the experiment's rounds and chaos scenarios: starting a fresh
+//! writer or ingest, reading its boot id, stopping or killing it (signals through `nix`), running
+//! reconcile, and finding the native stack's servers by their pid files.
 //!
 //! A fresh process per round is the reference's first lesson: its benchmark once measured the same
 //! app nine times because a new one failed to bind silently. So a start refuses a port that
 //! already answers, and the boot id is read from the process we started.
 
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use pipeline_common::procstat::cpu_rss;
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 use tokio::process::{Child, Command};
 
@@ -40,7 +43,7 @@ pub struct Launch<'a> {
     pub bin: &'a Path,
     pub args: &'a [String],
     pub env: &'a [(String, String)],
-    /// Takes stdout and stderr.
+    /// Takes stdout and stderr (appended).
     pub log: &'a Path,
     /// `http://host:port`: nothing may answer there before the start.
     pub base: &'a str,
@@ -55,7 +58,9 @@ pub async fn start(http: &reqwest::Client, launch: Launch<'_>) -> Result<Service
     if get_ok(http, &format!("{base}/healthz")).await {
         return Err(ProcError::PortTaken(format!("{base}/healthz")));
     }
-    let out = std::fs::File::create(log).map_err(|e| ProcError::Spawn(name.into(), e))?;
+    // Appended to: a restarted process (a chaos scenario's writer) keeps one log.
+    let out =
+        std::fs::File::options().create(true).append(true).open(log).map_err(|e| ProcError::Spawn(name.into(), e))?;
     let err = out.try_clone().map_err(|e| ProcError::Spawn(name.into(), e))?;
     let mut child = Command::new(bin)
         .args(args)
@@ -95,46 +100,114 @@ pub async fn boot_id(http: &reqwest::Client, base: &str) -> Result<String, ProcE
     v.get("boot_id").and_then(|b| b.as_str()).map(str::to_string).ok_or_else(|| ProcError::NoBootId(url, v.to_string()))
 }
 
-/// Sends a signal with kill(1) (no libc binding for one call).
-pub fn signal(pid: u32, sig: &str) -> bool {
-    std::process::Command::new("kill")
-        .arg(format!("-{sig}"))
-        .arg(pid.to_string())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
+/// Sends `sig` to process `pid`; false when there is no such process (or it is not ours).
+pub fn signal(pid: u32, sig: Signal) -> bool {
+    i32::try_from(pid).map(|p| kill(Pid::from_raw(p), sig).is_ok()).unwrap_or(false)
+}
+
+/// How a service ended when it was stopped.
+#[derive(Debug)]
+pub enum Stopped {
+    /// It had exited on its own before the stop.
+    Before(ExitStatus),
+    /// It exited within the grace period.
+    Exited(ExitStatus),
+    /// It was SIGKILLed after this many seconds of SIGTERM.
+    Killed(u64),
+}
+
+impl Stopped {
+    /// Exited 0 after SIGTERM: a writer that did so committed what it stored.
+    pub fn clean(&self) -> bool {
+        matches!(self, Stopped::Exited(s) if s.success())
+    }
+}
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stopped::Before(st) => write!(f, "had already exited ({st})"),
+            Stopped::Exited(st) => write!(f, "exited after SIGTERM ({st})"),
+            Stopped::Killed(secs) => write!(f, "SIGKILLed after {secs} s of SIGTERM"),
+        }
+    }
 }
 
 impl Service {
     /// SIGTERM, then up to `grace` for a clean exit (the writer commits what it stored), then
     /// SIGKILL. Returns how it ended, for the round's record.
-    pub async fn stop(mut self, grace: Duration) -> String {
+    pub async fn stop(mut self, grace: Duration) -> Stopped {
         if let Ok(Some(st)) = self.child.try_wait() {
-            return format!("had already exited ({st})");
+            return Stopped::Before(st);
         }
-        signal(self.pid, "TERM");
+        signal(self.pid, Signal::SIGTERM);
         match tokio::time::timeout(grace, self.child.wait()).await {
-            Ok(Ok(st)) => format!("exited after SIGTERM ({st})"),
+            Ok(Ok(st)) => Stopped::Exited(st),
             _ => {
                 let _ = self.child.kill().await;
-                format!("SIGKILLed after {} s of SIGTERM", grace.as_secs())
+                Stopped::Killed(grace.as_secs())
             }
         }
     }
+
+    /// SIGKILL (the fault, not a stop): the process alone, then reaped. `Err` with its status
+    /// when it had already exited on its own, which a fault scenario counts as a failure.
+    pub async fn kill(mut self) -> Result<(), ExitStatus> {
+        if let Ok(Some(st)) = self.child.try_wait() {
+            return Err(st);
+        }
+        signal(self.pid, Signal::SIGKILL);
+        let _ = self.child.wait().await;
+        Ok(())
+    }
+
+    /// Still running (not exited, or exited and not yet reaped: `None` either way).
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+}
+
+/// Runs `reconcile --json ARGS` from `bins` with `env` added, stdout into `out` and stderr into
+/// `log`; its exit code (`None` when it could not start or was killed; the log says which).
+pub async fn reconcile(
+    bins: &Path,
+    env: &[(String, String)],
+    args: &[&str],
+    out: &Path,
+    log: &Path,
+) -> Result<Option<i32>, std::io::Error> {
+    let stdout = std::fs::File::create(out)?;
+    let stderr = std::fs::File::create(log)?;
+    let status = tokio::process::Command::new(bins.join("reconcile"))
+        .arg("--json")
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .kill_on_drop(true)
+        .status()
+        .await;
+    Ok(match status {
+        Ok(s) => s.code(),
+        Err(e) => {
+            std::fs::write(log, format!("cannot start reconcile: {e}\n"))?;
+            None
+        }
+    })
 }
 
 /// The servers of the native stack with their pids, from the pid files `scripts/stack` writes,
 /// `<stack>/<name>.pid` for Kafka and each store (`$STACK_DIR` or `<root>/.stack`). Servers not
 /// running, or started some other way, are left out (and the report says which it sampled).
 pub fn server_pids(root: &Path) -> Vec<(String, u32)> {
-    let stack = crate::paths::stack_dir(root);
     let names = std::iter::once("kafka").chain(pipeline_stores::StoreKind::ALL.iter().map(|k| k.name()));
-    names
-        .map(|n| (n, stack.join(format!("{n}.pid"))))
-        .filter_map(|(name, f)| {
-            let pid: u32 = std::fs::read_to_string(f).ok()?.trim().parse().ok()?;
-            cpu_rss(Some(pid)).map(|_| (name.to_string(), pid))
-        })
-        .collect()
+    names.filter_map(|n| server_pid(root, n).map(|pid| (n.to_string(), pid))).collect()
+}
+
+/// One server's pid from its pid file, when that process is alive.
+pub fn server_pid(root: &Path, name: &str) -> Option<u32> {
+    let f = crate::paths::stack_dir(root).join(format!("{name}.pid"));
+    let pid: u32 = std::fs::read_to_string(f).ok()?.trim().parse().ok()?;
+    cpu_rss(Some(pid)).map(|_| pid)
 }

@@ -13,6 +13,8 @@ use std::fmt::Write;
 pub struct RoundView {
     pub name: String,
     pub slot: Slot,
+    /// The round's condition as its proxies measured it (empty: none).
+    pub conditions: Vec<crate::condition::proxy::ProxyStats>,
     pub stats: RoundStats,
     pub gates: Vec<Gate>,
     pub valid: bool,
@@ -27,7 +29,8 @@ pub fn analyse(ev: &Evidence) -> Vec<RoundView> {
             let g = gates::evaluate(&ev.plan, r, &s, &owners);
             let slot =
                 r.record.slot.clone().unwrap_or(Slot { index: 0, rep: 0, point: 0, policy: "?".into(), fault: None });
-            RoundView { name: r.name.clone(), slot, valid: gates::valid(&g), stats: s, gates: g }
+            let conditions = r.record.conditions.clone();
+            RoundView { name: r.name.clone(), slot, conditions, valid: gates::valid(&g), stats: s, gates: g }
         })
         .collect()
 }
@@ -102,6 +105,15 @@ pub fn render(ev: &Evidence, views: &[RoundView], charts: &[String]) -> String {
             get("kernel"),
             get("git_sha"),
             get("profile")
+        );
+    }
+    if !plan.store_delay.is_empty() {
+        let _ = writeln!(
+            md,
+            "**Condition of every round:** stores made slow by a proxy between the writer and the server: `{}` \
+             (a condition, not a fault: the rounds are judged by the same gates; each round's measured delay is under \
+             \"Every round\").\n",
+            plan.store_delay.join(",")
         );
     }
     let valid = views.iter().filter(|v| v.valid).count();
@@ -336,6 +348,27 @@ fn rounds_table(md: &mut String, views: &[RoundView]) {
         );
     }
     let _ = writeln!(md);
+    let measured: Vec<String> = views
+        .iter()
+        .filter(|v| !v.conditions.is_empty())
+        .map(|v| {
+            let each: Vec<String> = v
+                .conditions
+                .iter()
+                .map(|c| {
+                    let mean = if c.chunks > 0 { c.delay_s * 1000.0 / c.chunks as f64 } else { 0.0 };
+                    format!(
+                        "`{}`: {} requests held {mean:.1} ms on average, at most {} at once",
+                        c.condition, c.chunks, c.peak_inflight
+                    )
+                })
+                .collect();
+            format!("- {}: {}", v.name, each.join("; "))
+        })
+        .collect();
+    if !measured.is_empty() {
+        let _ = writeln!(md, "Condition per round, as the proxies measured it:\n\n{}\n", measured.join("\n"));
+    }
 }
 
 /// `verdicts.json`: every round's gates, for scripts and tests.

@@ -12,7 +12,6 @@ use crate::procs::{self, Launch, Service};
 use crate::sampler::Sampler;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Everything a round needs that does not change between rounds.
@@ -70,6 +69,9 @@ pub struct RoundRecord {
     pub reconcile_exit: Option<i32>,
     pub reconcile_s: Option<(f64, f64)>,
     pub fault: Option<FaultRecord>,
+    /// The round's condition: every delayed store's proxy and what it did.
+    #[serde(default)]
+    pub conditions: Vec<crate::condition::proxy::ProxyStats>,
     /// A step that failed before the load could run (the round is invalid with this reason).
     pub setup_error: Option<String>,
     pub stops: Vec<String>,
@@ -108,7 +110,17 @@ pub async fn run(ctx: &Ctx, slot: &Slot, dir: &Path) -> Result<RoundRecord, Roun
     for (name, pid) in &ctx.servers {
         sampler.add_proc(name, *pid);
     }
-    let (writer, ingest) = steps(ctx, slot, dir, t0, &sampler, &mut rec).await?;
+    let conditions = match ctx.plan.store_delays() {
+        Ok(d) => crate::condition::Conditions::start(&d).await.map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    let (writer, ingest) = match &conditions {
+        Ok(c) => steps(ctx, slot, dir, t0, &sampler, &mut rec, &c.writer_env).await?,
+        Err(e) => {
+            rec.setup_error = Some(format!("store delay proxies: {e}"));
+            (None, None)
+        }
+    };
     rec.boots.writer_end = Some(end_boot(&ctx.http, &format!("http://{}", ctx.writer_addr)).await);
     rec.boots.ingest_end = Some(end_boot(&ctx.http, &format!("http://{}", ctx.ingest_addr)).await);
     rec.timeline_rows = sampler.finish().await?;
@@ -118,6 +130,9 @@ pub async fn run(ctx: &Ctx, slot: &Slot, dir: &Path) -> Result<RoundRecord, Roun
     }
     if let Some(s) = writer {
         rec.stops.push(format!("writer {}", s.stop(Duration::from_secs(40)).await));
+    }
+    if let Ok(c) = conditions {
+        rec.conditions = c.stop();
     }
     rec.ended_s = t0.elapsed().as_secs_f64();
     write_json(&dir.join("round.json"), &rec)?;
@@ -132,6 +147,7 @@ async fn steps(
     t0: Instant,
     sampler: &Sampler,
     rec: &mut RoundRecord,
+    condition_env: &[(String, String)],
 ) -> Result<(Option<Service>, Option<Service>), RoundError> {
     let mut writer_args = match ctx.plan.policy_def(&slot.policy) {
         Ok(p) => p.writer_args,
@@ -142,7 +158,7 @@ async fn steps(
     };
     writer_args.extend(ctx.plan.writer_args.iter().cloned());
     rec.writer_args = writer_args.clone();
-    let mut writer = match start_writer(ctx, dir, t0, sampler, &writer_args, "writer.log").await {
+    let mut writer = match start_writer(ctx, dir, t0, sampler, &writer_args, condition_env, "writer.log").await {
         Ok((s, r)) => {
             rec.writer = Some(r);
             s
@@ -202,8 +218,10 @@ async fn steps(
         point: slot.point,
         run_id: format!("{}r{:02}", ctx.tag, slot.index),
     };
-    let (k6_run, fault) =
-        tokio::join!(k6::run(&job, t0, sampler), fault(ctx, dir, t0, sampler, slot.fault, writer.pid, &writer_args));
+    let (k6_run, fault) = tokio::join!(
+        k6::run(&job, t0, sampler),
+        fault(ctx, dir, t0, sampler, slot.fault, writer.pid, &writer_args, condition_env)
+    );
     rec.k6 = Some(k6_run?);
     if let Some((f, new_writer)) = fault {
         rec.fault = Some(f);
@@ -236,9 +254,11 @@ async fn start_writer(
     t0: Instant,
     sampler: &Sampler,
     args: &[String],
+    condition_env: &[(String, String)],
     log: &str,
 ) -> Result<(Service, ProcRecord), procs::ProcError> {
-    let env = vec![("WRITER_METRICS_ADDR".to_string(), ctx.writer_addr.clone())];
+    let mut env = condition_env.to_vec();
+    env.push(("WRITER_METRICS_ADDR".to_string(), ctx.writer_addr.clone()));
     let base = format!("http://{}", ctx.writer_addr);
     let bin = ctx.bins.join("writer");
     let log = dir.join(log);
@@ -270,19 +290,20 @@ async fn fault(
     kind: Option<FaultKind>,
     writer_pid: u32,
     writer_args: &[String],
+    condition_env: &[(String, String)],
 ) -> Option<(FaultRecord, Option<Service>)> {
     let kind = kind?;
     // Called as k6 starts: `at_s` counts from now.
     let at_s = k6::measured_offset(&ctx.plan) + 1.0 + crate::plan::seconds(&ctx.plan.duration).unwrap_or(0.0) / 2.0;
     tokio::time::sleep(Duration::from_secs_f64(at_s.max(0.0))).await;
     let at = t0.elapsed().as_secs_f64();
-    let killed = procs::signal(writer_pid, "KILL");
+    let killed = procs::signal(writer_pid, nix::sys::signal::Signal::SIGKILL);
     let mut detail = format!("SIGKILL writer pid {writer_pid}: {}", if killed { "sent" } else { "FAILED" });
     let mut new = None;
     if kind == FaultKind::RestartWriter {
         // Give the kernel a moment to release the metrics port of the killed process.
         tokio::time::sleep(Duration::from_millis(500)).await;
-        match start_writer(ctx, dir, t0, sampler, writer_args, "writer-restarted.log").await {
+        match start_writer(ctx, dir, t0, sampler, writer_args, condition_env, "writer-restarted.log").await {
             Ok((s, r)) => {
                 detail.push_str(&format!("; restarted as pid {}", r.pid));
                 new = Some(s);
@@ -295,27 +316,8 @@ async fn fault(
 
 /// Runs `reconcile --json ARGS` with stdout in `out` and stderr in `log`; its exit code.
 async fn reconcile(ctx: &Ctx, dir: &Path, args: &[&str], out: &str, log: &str) -> Result<Option<i32>, RoundError> {
-    let io = |p: &Path, e| RoundError::Io(p.display().to_string(), e);
-    let out_path = dir.join(out);
-    let log_path = dir.join(log);
-    let stdout = std::fs::File::create(&out_path).map_err(|e| io(&out_path, e))?;
-    let stderr = std::fs::File::create(&log_path).map_err(|e| io(&log_path, e))?;
-    let status = tokio::process::Command::new(ctx.bins.join("reconcile"))
-        .arg("--json")
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr)
-        .kill_on_drop(true)
-        .status()
-        .await;
-    Ok(match status {
-        Ok(s) => s.code(),
-        Err(e) => {
-            let _ = std::fs::write(&log_path, format!("cannot start reconcile: {e}\n"));
-            None
-        }
-    })
+    let (out, log) = (dir.join(out), dir.join(log));
+    procs::reconcile(&ctx.bins, &[], args, &out, &log).await.map_err(|e| RoundError::Io(out.display().to_string(), e))
 }
 
 async fn end_boot(http: &reqwest::Client, base: &str) -> String {

@@ -1,7 +1,7 @@
 //! A whole experiment: the lock, the stack, the build, the evidence folder (`plan.toml`,
 //! `env.json`), every round in schedule order, then the report.
 
-use crate::cli::RunArgs;
+use crate::cli::{Common, RunArgs};
 use crate::round::{self, Ctx};
 use anyhow::{bail, Context};
 use std::fs::File;
@@ -20,7 +20,7 @@ pub enum RunError {
 }
 
 /// Holds the machine-wide lock for the whole run: load runs must never overlap on 2 cores, and
-/// they share ports and the default store namespace with scripts/chaos and scripts/run.
+/// they share ports and the default store namespace with `experiment chaos` and scripts/run.
 fn lock(path: &Path, wait: Duration) -> anyhow::Result<File> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -62,47 +62,62 @@ fn step(root: &Path, what: &str, cmd: &str, args: &[&str]) -> anyhow::Result<()>
     Ok(())
 }
 
-fn default_out(root: &Path) -> PathBuf {
+/// `YYYYMMDD-HHMMSS` (UTC), for evidence folder names.
+pub fn stamp() -> String {
     let fmt = time::macros::format_description!("[year][month][day]-[hour][minute][second]");
-    let stamp = time::OffsetDateTime::now_utc().format(&fmt).unwrap_or_else(|_| "now".into());
-    root.join("k6/out").join(format!("experiment-{stamp}"))
+    time::OffsetDateTime::now_utc().format(&fmt).unwrap_or_else(|_| "now".into())
+}
+
+/// The machine-wide load lock, held until dropped.
+pub fn lock_for(common: &Common) -> anyhow::Result<File> {
+    let path = common.lock.clone().unwrap_or_else(|| crate::paths::cache_dir().join("load.lock"));
+    lock(&path, Duration::from_secs(common.lock_wait))
+}
+
+/// The servers up and `bins` built (unless told otherwise); the folder that holds them.
+pub fn prepare(common: &Common, root: &Path, bins: &[&str]) -> anyhow::Result<PathBuf> {
+    if !common.no_stack {
+        step(root, "servers", "scripts/stack", &["up"])?;
+    }
+    if !common.no_build {
+        let mut b = vec!["build", "--locked"];
+        for bin in bins {
+            b.extend(["-p", bin]);
+        }
+        if common.profile == "release" {
+            b.push("--release");
+        }
+        step(root, "build", "cargo", &b)?;
+    }
+    let dir = common.bin_dir.clone().unwrap_or_else(|| root.join("target").join(&common.profile));
+    for b in bins {
+        if !dir.join(b).exists() {
+            bail!("no {} binary in {} (build it, or drop --no-build)", b, dir.display());
+        }
+    }
+    Ok(dir)
 }
 
 /// Runs the plan; returns the evidence folder and whether every round was valid.
 pub async fn run(args: &RunArgs) -> Result<(PathBuf, bool), RunError> {
-    let root = crate::paths::root(args.root.as_deref()).map_err(anyhow::Error::from)?;
+    let common = &args.common;
+    let root = crate::paths::root(common.root.as_deref()).map_err(anyhow::Error::from)?;
     let file = match &args.plan {
         Some(p) => Some(std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?),
         None => None,
     };
     let plan = args.plan(file.as_deref())?;
     plan.validate()?;
-    let out = args.out.clone().unwrap_or_else(|| default_out(&root));
+    let out = args.out.clone().unwrap_or_else(|| root.join("k6/out").join(format!("experiment-{}", stamp())));
     if out.join("plan.toml").exists() {
         return Err(anyhow::anyhow!("{} already holds an experiment; choose another --out", out.display()).into());
     }
     std::fs::create_dir_all(out.join("rounds")).with_context(|| format!("creating {}", out.display()))?;
     // Absolute: k6 runs in the checkout, reconcile here, and both read the paths the other wrote.
     let out = out.canonicalize().with_context(|| format!("resolving {}", out.display()))?;
-    let lock_path = args.lock.clone().unwrap_or_else(|| crate::paths::cache_dir().join("load.lock"));
-    let _lock = lock(&lock_path, Duration::from_secs(args.lock_wait))?;
-    if !args.no_stack {
-        step(&root, "servers", "scripts/stack", &["up"])?;
-    }
-    if !args.no_build {
-        let mut b = vec!["build", "--locked", "-p", "ingest", "-p", "writer", "-p", "reconcile"];
-        if args.profile == "release" {
-            b.push("--release");
-        }
-        step(&root, "build", "cargo", &b)?;
-    }
-    let bins = args.bin_dir.clone().unwrap_or_else(|| root.join("target").join(&args.profile));
-    for b in ["writer", "ingest", "reconcile"] {
-        if !bins.join(b).exists() {
-            return Err(anyhow::anyhow!("no {} binary in {} (build it, or drop --no-build)", b, bins.display()).into());
-        }
-    }
-    let k6 = crate::paths::k6(args.k6.as_deref()).map_err(anyhow::Error::from)?;
+    let _lock = lock_for(common)?;
+    let bins = prepare(common, &root, &["writer", "ingest", "reconcile"])?;
+    let k6 = crate::paths::k6(common.k6.as_deref()).map_err(anyhow::Error::from)?;
     let http = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().context("HTTP client")?;
     // Someone else's writer or ingest on our addresses would be measured instead of ours (the
     // reference's first lesson): refuse to start rather than mark every round invalid.
@@ -117,7 +132,7 @@ pub async fn run(args: &RunArgs) -> Result<(PathBuf, bool), RunError> {
     }
 
     std::fs::write(out.join("plan.toml"), plan.to_toml()).context("writing plan.toml")?;
-    let env = crate::envinfo::collect(&http, &root, &bins, &k6, &args.profile).await;
+    let env = crate::envinfo::collect(&http, &root, &bins, &k6, &common.profile).await;
     round::write_json(&out.join("env.json"), &env).map_err(anyhow::Error::from)?;
     let servers = crate::procs::server_pids(&root);
     if servers.len() < 5 {

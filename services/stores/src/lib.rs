@@ -153,6 +153,45 @@ pub trait StoreFlags: clap::Args + clap::FromArgMatches + Clone + fmt::Debug + S
     /// `Some(host)` when the store's link would carry data in plaintext to another machine
     /// (refused at start without `--allow-plaintext`).
     fn plaintext_host(&self) -> Option<String>;
+
+    /// The connection URL, inline and as a file: what [`StoreArgs::redirect`] rewrites.
+    fn url_mut(&mut self) -> (&mut String, &mut Option<std::path::PathBuf>);
+}
+
+/// Points a store's connection URL at `to` (`host:port`) instead of its server; returns the
+/// server's `host:port`. A URL read from a file is written, rewritten, to a new file in
+/// `secret_dir` (mode 0600), so that no password travels in an environment variable.
+pub(crate) fn redirect_url(
+    kind: StoreKind,
+    (url, file): (&mut String, &mut Option<std::path::PathBuf>),
+    to: &str,
+    secret_dir: &std::path::Path,
+) -> Result<String, StoreError> {
+    let bad = |e: &dyn std::fmt::Display| StoreError::permanent(kind, e);
+    let mut u = url::Url::parse(&resolve_url(kind, url, file.as_deref())?).map_err(|e| bad(&e))?;
+    let (host, port) = match (u.host_str(), u.port_or_known_default()) {
+        (Some(h), Some(p)) => (h.to_string(), p),
+        _ => return Err(bad(&"the URL names no host and port to redirect (give the port explicitly)")),
+    };
+    let (to_host, to_port) = to.rsplit_once(':').ok_or_else(|| bad(&format!("{to} is not host:port")))?;
+    u.set_host(Some(to_host)).map_err(|e| bad(&e))?;
+    u.set_port(Some(to_port.parse().map_err(|e| bad(&e))?)).map_err(|()| bad(&"this URL cannot have a port"))?;
+    if file.is_some() {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = secret_dir.join(format!("{kind}.url"));
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| bad(&e))?;
+        std::io::Write::write_all(&mut f, u.as_str().as_bytes()).map_err(|e| bad(&e))?;
+        *file = Some(path);
+    } else {
+        *url = u.to_string();
+    }
+    Ok(format!("{host}:{port}"))
 }
 
 /// The host of `url` when it is not this machine and `encrypted` says the URL asks for no TLS.
@@ -173,10 +212,25 @@ pub trait Backend: Store + Sized + 'static {
     async fn connect(args: &Self::Args) -> Result<Self, StoreError>;
 }
 
-/// The test fixture of a store: how one test gets a namespace of its own on the shared server.
+/// The fixture of a store: how a test, or a chaos run, gets a namespace of its own on the shared
+/// server.
 #[cfg(feature = "fixture")]
 #[async_trait]
 pub trait Fixture: Backend {
-    /// Points `args` at a private namespace called `namespace`, creating what it needs.
-    async fn isolate(args: &mut Self::Args, namespace: &str) -> Result<(), StoreError>;
+    /// Points `args` at a private namespace called `namespace`, creating what it needs (a
+    /// namespace that exists already is reused). A store whose namespaces are numbered, not
+    /// named (Redis databases), takes number `slot` and empties it: each kind of caller owns one
+    /// slot ([`Slot`]) and runs one at a time in it.
+    async fn isolate(args: &mut Self::Args, namespace: &str, slot: Slot) -> Result<(), StoreError>;
+}
+
+/// Which numbered namespace a kind of caller owns in stores that cannot name one (Redis: the
+/// database number). The values are fixed so that two kinds never share one.
+#[cfg(feature = "fixture")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    /// The workspace's tests (they hold the test kit's `exclusive()` guard).
+    Tests = 1,
+    /// `experiment chaos` (one run per machine, under the load lock).
+    Chaos = 2,
 }

@@ -59,6 +59,15 @@ macro_rules! registry {
                 out
             }
 
+            /// Points store `kind`'s link at `to` (`host:port`, a proxy of an experiment
+            /// condition) instead of its server; returns the server's `host:port`. See
+            /// [`crate::redirect_url`].
+            pub fn redirect(&mut self, kind: StoreKind, to: &str, secret_dir: &std::path::Path) -> Result<String, StoreError> {
+                match kind {
+                    $(StoreKind::$kind => crate::redirect_url(kind, self.$folder.url_mut(), to, secret_dir),)*
+                }
+            }
+
             /// The environment that gives a child process these same store flags.
             pub fn env(&self) -> Vec<(&'static str, String)> {
                 let mut env = Vec::new();
@@ -79,10 +88,10 @@ macro_rules! registry {
         }
 
         /// Points every store's flags at a private namespace named `namespace` (creating what it
-        /// needs), so one test never sees another's data. For tests only.
+        /// needs), so one test or chaos run never sees another's data (see [`crate::Fixture`]).
         #[cfg(feature = "fixture")]
-        pub async fn isolate(args: &mut StoreArgs, namespace: &str) -> Result<(), StoreError> {
-            $(<crate::$folder::$store as crate::Fixture>::isolate(&mut args.$folder, namespace).await?;)*
+        pub async fn isolate(args: &mut StoreArgs, namespace: &str, slot: crate::Slot) -> Result<(), StoreError> {
+            $(<crate::$folder::$store as crate::Fixture>::isolate(&mut args.$folder, namespace, slot).await?;)*
             Ok(())
         }
     };

@@ -20,7 +20,9 @@ impl Namespace {
         let (mut stores, mut kafka) = require_servers().await;
         let name = format!("t_{label}_{}", &uuid::Uuid::now_v7().simple().to_string()[20..]);
         // Each store's fixture (services/stores/src/<store>/fixture.rs) makes its part private.
-        pipeline_stores::isolate(&mut stores, &name).await.expect("a private namespace in every store");
+        pipeline_stores::isolate(&mut stores, &name, pipeline_stores::Slot::Tests)
+            .await
+            .expect("a private namespace in every store");
         kafka.topic = name.clone();
         kafka.group = format!("{name}_group");
         pipeline_common::kafka::ensure_topic(&kafka, &kafka.topic, kafka.partitions).await.expect("create topic");

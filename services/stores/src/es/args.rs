@@ -65,6 +65,10 @@ impl EsArgs {
 }
 
 impl StoreFlags for EsArgs {
+    fn url_mut(&mut self) -> (&mut String, &mut Option<std::path::PathBuf>) {
+        (&mut self.url, &mut self.url_file)
+    }
+
     fn plaintext_host(&self) -> Option<String> {
         crate::remote_plaintext(&self.connection_url().ok()?, |u| u.scheme() == "https")
     }

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 
 #[async_trait]
 impl Fixture for EsStore {
-    async fn isolate(args: &mut EsArgs, namespace: &str) -> Result<(), StoreError> {
+    async fn isolate(args: &mut EsArgs, namespace: &str, _slot: crate::Slot) -> Result<(), StoreError> {
         args.index = namespace.to_string();
         Ok(())
     }

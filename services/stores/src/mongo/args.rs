@@ -34,6 +34,10 @@ impl MongoArgs {
 }
 
 impl StoreFlags for MongoArgs {
+    fn url_mut(&mut self) -> (&mut String, &mut Option<std::path::PathBuf>) {
+        (&mut self.url, &mut self.url_file)
+    }
+
     /// TLS is on with `tls=true` (or `ssl=true`) in the URL, and always with `mongodb+srv://`.
     fn plaintext_host(&self) -> Option<String> {
         crate::remote_plaintext(&self.connection_url().ok()?, |u| {

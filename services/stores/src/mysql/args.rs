@@ -52,6 +52,10 @@ impl MysqlArgs {
 }
 
 impl StoreFlags for MysqlArgs {
+    fn url_mut(&mut self) -> (&mut String, &mut Option<std::path::PathBuf>) {
+        (&mut self.url, &mut self.url_file)
+    }
+
     /// TLS is on when the URL's `ssl-mode` requires it (sqlx's default, PREFERRED, may fall
     /// back to plaintext).
     fn plaintext_host(&self) -> Option<String> {

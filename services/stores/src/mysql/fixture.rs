@@ -1,4 +1,5 @@
-//! A test's own MySQL database, next to the configured one (the stack grants `pipeline%`).
+//! A test's (or a chaos run's) own MySQL database, next to the configured one (the stack grants
+//! `pipeline%`); a chaos run reuses its database from one run to the next.
 
 use super::{MysqlArgs, MysqlStore};
 use crate::{Fixture, StoreError, StoreKind};
@@ -6,7 +7,7 @@ use async_trait::async_trait;
 
 #[async_trait]
 impl Fixture for MysqlStore {
-    async fn isolate(args: &mut MysqlArgs, namespace: &str) -> Result<(), StoreError> {
+    async fn isolate(args: &mut MysqlArgs, namespace: &str, _slot: crate::Slot) -> Result<(), StoreError> {
         let fail = |e: &dyn std::fmt::Display| StoreError::permanent(StoreKind::Mysql, e);
         let mut url = url::Url::parse(&args.url).map_err(|e| fail(&e))?;
         let db = format!("{}_{namespace}", url.path().trim_start_matches('/'));
@@ -15,7 +16,7 @@ impl Fixture for MysqlStore {
             .connect(url.as_str())
             .await
             .map_err(|e| fail(&e))?;
-        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE `{db}`")))
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE IF NOT EXISTS `{db}`")))
             .execute(&admin)
             .await
             .map_err(|e| fail(&e))?;

@@ -32,6 +32,10 @@ impl RedisArgs {
 }
 
 impl StoreFlags for RedisArgs {
+    fn url_mut(&mut self) -> (&mut String, &mut Option<std::path::PathBuf>) {
+        (&mut self.url, &mut self.url_file)
+    }
+
     fn plaintext_host(&self) -> Option<String> {
         crate::remote_plaintext(&self.connection_url().ok()?, |u| u.scheme() == "rediss")
     }

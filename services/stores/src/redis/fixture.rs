@@ -1,5 +1,6 @@
-//! Redis cannot be namespaced without changing the `msg:` key format, so a test gets database 1,
-//! emptied; tests that use it hold the test kit's `exclusive()` guard so they run one at a time.
+//! Redis cannot be namespaced without changing the `msg:` key format, so a caller gets the
+//! database numbered by its [`crate::Slot`], emptied: tests database 1 (they hold the test kit's
+//! `exclusive()` guard so they run one at a time), a chaos run database 2.
 
 use super::{RedisArgs, RedisStore};
 use crate::{Fixture, StoreError, StoreKind};
@@ -7,10 +8,10 @@ use async_trait::async_trait;
 
 #[async_trait]
 impl Fixture for RedisStore {
-    async fn isolate(args: &mut RedisArgs, _namespace: &str) -> Result<(), StoreError> {
+    async fn isolate(args: &mut RedisArgs, _namespace: &str, slot: crate::Slot) -> Result<(), StoreError> {
         let fail = |e: &dyn std::fmt::Display| StoreError::permanent(StoreKind::Redis, e);
         let mut url = url::Url::parse(&args.url).map_err(|e| fail(&e))?;
-        url.set_path("/1");
+        url.set_path(&format!("/{}", slot as u8));
         args.url = url.to_string();
         let client = redis::Client::open(args.url.as_str()).map_err(|e| fail(&e))?;
         let mut conn = client.get_multiplexed_async_connection().await.map_err(|e| fail(&e))?;

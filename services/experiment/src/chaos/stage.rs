@@ -1,0 +1,403 @@
+//! One scenario on stage: its own topic, group and dead-letter topic in the run's store
+//! namespace, the processes it starts (writers, the ingest, k6 runs), the monitor, and what it
+//! records (events, checks, notes) for the verdict. [`Stage::finish`] always runs: it waits for
+//! the load, reconciles, checks that nothing crashed and that the writers exit 0 on SIGTERM, and
+//! writes the row.
+
+use super::monitor::Monitor;
+use super::verdict::{self, Check, Event, EventKind, Progress, Record, Row};
+use super::Setting;
+use crate::procs::{self, Launch, ProcError, Service};
+use pipeline_common::config::KafkaArgs;
+use pipeline_stores::StoreKind;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::process::Child;
+use tracing::{info, warn};
+
+/// Why a scenario stopped early; it is also a failed check of the scenario.
+#[derive(Debug)]
+pub struct Abort(pub String);
+
+impl std::fmt::Display for Abort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+pub type Step = Result<(), Abort>;
+
+pub fn now() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+/// A pause that an interrupt of the whole run cuts short (the run's future is dropped).
+pub async fn nap(secs: u64) {
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+}
+
+pub struct Stage<'a> {
+    pub set: &'a Setting,
+    pub dir: PathBuf,
+    pub kafka: KafkaArgs,
+    /// What every process of the scenario gets: the namespace's stores, topic, group, DLQ.
+    pub child_env: Vec<(String, String)>,
+    pub ingest_url: String,
+    writers: BTreeMap<String, (Service, u16)>,
+    ingest: Option<Service>,
+    k6: BTreeMap<String, Child>,
+    monitor: Option<Monitor>,
+    pub record: Record,
+    aborted: bool,
+    /// A wipe scenario: the store `finish` repairs before the final reconcile.
+    pub repair: Option<StoreKind>,
+    last_event: f64,
+}
+
+impl<'a> Stage<'a> {
+    /// A new topic, group and dead-letter topic; the namespace's stores reset; the monitor on.
+    pub async fn begin(set: &'a Setting, name: &str) -> Result<Stage<'a>, Abort> {
+        let dir = set.out.join(name);
+        std::fs::create_dir_all(&dir).map_err(|e| Abort(format!("cannot create {}: {e}", dir.display())))?;
+        let mut kafka = set.kafka.clone();
+        kafka.topic = format!("chaos-{}-{name}", set.stamp);
+        kafka.group = format!("{}-writers", kafka.topic);
+        let mut child_env: Vec<(String, String)> =
+            set.stores.env().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        child_env.extend([
+            ("KAFKA_TOPIC".to_string(), kafka.topic.clone()),
+            ("KAFKA_GROUP".to_string(), kafka.group.clone()),
+            ("KAFKA_PARTITIONS".to_string(), kafka.partitions.to_string()),
+            ("WRITER_DLQ_TOPIC".to_string(), format!("{}.dlq", kafka.topic)),
+            ("RUST_LOG".to_string(), std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into())),
+        ]);
+        info!("== {name}: topic {}, group {}", kafka.topic, kafka.group);
+        let mut stage = Stage {
+            set,
+            ingest_url: format!("http://127.0.0.1:{}", set.ingest_port),
+            dir,
+            kafka,
+            child_env,
+            writers: BTreeMap::new(),
+            ingest: None,
+            k6: BTreeMap::new(),
+            monitor: None,
+            record: Record { scenario: name.into(), ..Record::default() },
+            aborted: false,
+            repair: None,
+            last_event: now(),
+        };
+        let started = stage.setup().await;
+        if let Err(Abort(why)) = &started {
+            stage.check(false, "scenario set up", why);
+            stage.aborted = true;
+        }
+        Ok(stage)
+    }
+
+    async fn setup(&mut self) -> Step {
+        pipeline_common::kafka::ensure_topic(&self.kafka, &self.kafka.topic, self.kafka.partitions)
+            .await
+            .map_err(|e| Abort(format!("cannot create topic {}: {e}", self.kafka.topic)))?;
+        let code = self.reconcile(&["reset", "--yes"], "reset").await;
+        if code != Some(0) {
+            return Err(Abort(format!("reconcile reset exited {code:?} (see reset.log)")));
+        }
+        let monitor = Monitor::start(
+            &self.kafka,
+            &self.dir.join("monitor.jsonl"),
+            self.set.writer_ports.clone(),
+            Duration::from_millis(500),
+        )
+        .map_err(|e| Abort(format!("monitor: {e:#}")))?;
+        self.monitor = Some(monitor);
+        Ok(())
+    }
+
+    pub fn is_aborted(&self) -> bool {
+        self.aborted
+    }
+
+    pub fn name(&self) -> &str {
+        &self.record.scenario
+    }
+
+    pub fn check(&mut self, ok: bool, what: &str, detail: &str) {
+        if !ok {
+            warn!("{}: FAILED {what} {detail}", self.name());
+        }
+        self.record.checks.push(Check { ok, check: what.into(), detail: detail.into() });
+    }
+
+    /// Records why the scenario cannot go on, as a failed check.
+    pub fn abort(&mut self, why: String) -> Abort {
+        self.check(false, "scenario aborted", &why);
+        self.aborted = true;
+        Abort(why)
+    }
+
+    pub fn note(&mut self, text: String) {
+        info!("{}: {text}", self.name());
+        self.record.notes.push(text);
+    }
+
+    pub fn event(&mut self, kind: EventKind, label: &str, progress: Option<Progress>) {
+        self.last_event = now();
+        self.record.events.push(Event { t: self.last_event, kind, label: label.into(), progress });
+    }
+
+    /// Until every partition that lagged at the last event has moved again (so the next fault
+    /// does not land on an unfinished recovery), at most `secs`.
+    pub async fn wait_recovered(&mut self, secs: u64) {
+        for _ in 0..secs {
+            let samples = self.monitor.as_ref().map(Monitor::samples).unwrap_or_default();
+            if verdict::recovery(&samples, self.last_event, Progress::Consume).is_some() {
+                return;
+            }
+            nap(1).await;
+        }
+        info!("{}: no full recovery within {secs} s of the last fault; going on", self.name());
+    }
+
+    /// Starts writer `name` on metrics port slot `slot`. As a supervisor would, a writer that
+    /// exits before answering /healthz (it never joined the group, so there is no session to
+    /// wait out) is started again after 2 s, at most 3 times; each such exit is a note.
+    pub async fn start_writer(&mut self, name: &str, slot: usize) -> Step {
+        let port = self.set.writer_ports[slot];
+        let mut env = self.child_env.clone();
+        env.push(("WRITER_METRICS_ADDR".into(), format!("127.0.0.1:{port}")));
+        let (bin, log, base) =
+            (self.set.bins.join("writer"), self.dir.join(format!("{name}.log")), format!("http://127.0.0.1:{port}"));
+        for attempt in 1..=3 {
+            let launch = Launch {
+                name,
+                bin: &bin,
+                args: &[],
+                env: &env,
+                log: &log,
+                base: &base,
+                ready: "/healthz",
+                timeout: Duration::from_secs(120),
+            };
+            match procs::start(&self.set.http, launch).await {
+                Ok(s) => {
+                    self.writers.insert(name.into(), (s, port));
+                    return Ok(());
+                }
+                Err(ProcError::Exited(_, status, _)) => {
+                    let err = std::fs::read_to_string(&log).unwrap_or_default();
+                    let first: String = err
+                        .lines()
+                        .filter(|l| l.contains("Error"))
+                        .take(1)
+                        .collect::<String>()
+                        .chars()
+                        .take(200)
+                        .collect();
+                    self.note(format!(
+                        "{name} exited ({status}) before answering /healthz (start {attempt} of 3): {first}"
+                    ));
+                    nap(2).await;
+                }
+                Err(e) => return Err(self.abort(format!("writer {name}: {e}"))),
+            }
+        }
+        Err(self.abort(format!("writer {name} did not answer /healthz on :{port}")))
+    }
+
+    pub async fn start_ingest(&mut self) -> Step {
+        let mut env = self.child_env.clone();
+        env.push(("INGEST_LISTEN".into(), format!("127.0.0.1:{}", self.set.ingest_port)));
+        env.extend(crate::paths::lab_key_env(&self.set.root));
+        let (bin, log) = (self.set.bins.join("ingest"), self.dir.join("ingest.log"));
+        let base = self.ingest_url.clone();
+        let launch = Launch {
+            name: "ingest",
+            bin: &bin,
+            args: &[],
+            env: &env,
+            log: &log,
+            base: &base,
+            ready: "/readyz",
+            timeout: Duration::from_secs(60),
+        };
+        match procs::start(&self.set.http, launch).await {
+            Ok(s) => {
+                self.ingest = Some(s);
+                Ok(())
+            }
+            Err(e) => Err(self.abort(format!("ingest not ready at {base}: {e}"))),
+        }
+    }
+
+    /// SIGKILL a writer (the fault): it must have been alive until then.
+    pub async fn kill_writer(&mut self, name: &str) {
+        if let Some((s, _)) = self.writers.remove(name) {
+            if let Err(st) = s.kill().await {
+                self.check(
+                    false,
+                    &format!("{name} alive until it is killed"),
+                    &format!("it had exited ({st}) on its own: see {name}.log"),
+                );
+            }
+        }
+    }
+
+    pub async fn kill_ingest(&mut self) {
+        if let Some(s) = self.ingest.take() {
+            if let Err(st) = s.kill().await {
+                self.check(
+                    false,
+                    "ingest alive until it is killed",
+                    &format!("it had exited ({st}) on its own: see ingest.log"),
+                );
+            }
+        }
+    }
+
+    /// SIGTERM a writer and wait (a leave): true when it exited 0.
+    pub async fn stop_writer(&mut self, name: &str) -> (bool, String) {
+        match self.writers.remove(name) {
+            Some((s, _)) => {
+                let how = s.stop(Duration::from_secs(45)).await;
+                (how.clean(), how.to_string())
+            }
+            None => (false, "not running".into()),
+        }
+    }
+
+    /// The boot id of the first writer and of the ingest.
+    pub async fn boot_ids(&self) -> (Option<String>, Option<String>) {
+        let w = match self.writers.values().next() {
+            Some((s, _)) => procs::boot_id(&self.set.http, &s.base).await.ok(),
+            None => None,
+        };
+        (w, procs::boot_id(&self.set.http, &self.ingest_url).await.ok())
+    }
+
+    /// `/metrics` of every running writer and the ingest, as `metrics-LABEL-NAME.txt`.
+    pub async fn snapshot(&self, label: &str) {
+        let mut targets: Vec<(String, String)> =
+            self.writers.iter().map(|(n, (s, _))| (n.clone(), s.base.clone())).collect();
+        if self.ingest.is_some() {
+            targets.push(("ingest".into(), self.ingest_url.clone()));
+        }
+        for (name, base) in targets {
+            if let Ok(r) = self.set.http.get(format!("{base}/metrics")).send().await {
+                if let Ok(body) = r.text().await {
+                    let _ = std::fs::write(self.dir.join(format!("metrics-{label}-{name}.txt")), body);
+                }
+            }
+        }
+    }
+
+    /// A k6 run in the background: summary `k6-TAG.json`, id log `k6-TAG.ids`.
+    pub fn k6_start(&mut self, tag: &str, script: &str, secs: u64, vars: &[(&str, String)]) -> Step {
+        let summary = self.dir.join(format!("k6-{tag}.json"));
+        let ids = self.dir.join(format!("k6-{tag}.ids"));
+        let mut env =
+            crate::k6::base_env(&self.set.root, &self.ingest_url, &summary, &ids, &format!("{}{tag}", self.set.run_id));
+        env.push(("DURATION".into(), format!("{secs}s")));
+        env.extend(vars.iter().map(|(k, v)| (k.to_string(), v.clone())));
+        let log = self.dir.join(format!("k6-{tag}.log"));
+        match crate::k6::spawn(&self.set.k6, &self.set.root, script, &env, &log) {
+            Ok(child) => {
+                self.k6.insert(tag.into(), child);
+                Ok(())
+            }
+            Err(e) => Err(self.abort(format!("k6 {tag}: {e}"))),
+        }
+    }
+
+    /// The open loop at `rate` requests/s for `secs`.
+    pub fn open_loop(&mut self, tag: &str, secs: u64, rate: u32) -> Step {
+        let vars = [("RATE", rate.to_string()), ("PRE_VUS", "20".into()), ("MAX_VUS", "200".into())];
+        self.k6_start(tag, "k6/open-loop.js", secs, &vars)
+    }
+
+    /// Waits for k6 run `tag`; it must have written its summary.
+    pub async fn k6_wait(&mut self, tag: &str) -> Step {
+        let code = match self.k6.remove(tag) {
+            Some(mut c) => c.wait().await.ok().and_then(|s| s.code()),
+            None => None,
+        };
+        let summary = self.dir.join(format!("k6-{tag}.json"));
+        let Some(s) =
+            std::fs::read_to_string(&summary).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        else {
+            return Err(self.abort(format!("k6 {tag} (exit {code:?}) wrote no summary (see k6-{tag}.log)")));
+        };
+        info!(
+            "{}: k6 {tag}: accepted {}, uncertain {}, refused {}, non-202 {}",
+            self.name(),
+            s["accepted"],
+            s["uncertain"],
+            s["refused"],
+            s["measured"]["non_202"]
+        );
+        Ok(())
+    }
+
+    /// `reconcile --json ARGS` with the scenario's environment, into `OUT.json` and `OUT.log`.
+    pub async fn reconcile(&self, args: &[&str], out: &str) -> Option<i32> {
+        let (json, log) = (self.dir.join(format!("{out}.json")), self.dir.join(format!("{out}.log")));
+        procs::reconcile(&self.set.bins, &self.child_env, args, &json, &log).await.unwrap_or(None)
+    }
+
+    /// Ends the scenario: the load, the reconcile, the processes' checks, the row.
+    pub async fn finish(mut self) -> Row {
+        let tags: Vec<String> = self.k6.keys().cloned().collect();
+        for tag in tags {
+            if self.aborted {
+                if let Some(mut c) = self.k6.remove(&tag) {
+                    let _ = c.kill().await;
+                }
+            } else {
+                let _ = self.k6_wait(&tag).await;
+            }
+        }
+        if let (Some(store), false) = (self.repair, self.aborted) {
+            self.repair_store(store).await;
+        }
+        // Reconcile also after an abort when a writer is still up to drain: its data is evidence.
+        if !self.aborted || !self.writers.is_empty() {
+            let code = super::ids::reconcile(&mut self).await;
+            self.record.reconciled = Some(code);
+        }
+        self.snapshot("end").await;
+        let names: Vec<String> = self.writers.keys().cloned().collect();
+        for n in &names {
+            if let Some(st) = self.writers.get_mut(n).and_then(|(s, _)| s.exited()) {
+                self.check(
+                    false,
+                    &format!("{n} alive at the end"),
+                    &format!("it exited ({st}) on its own: see {n}.log"),
+                );
+            } else {
+                self.check(true, &format!("{n} alive at the end"), "");
+            }
+        }
+        if let Some(st) = self.ingest.as_mut().and_then(Service::exited) {
+            self.check(false, "ingest alive at the end", &format!("it exited ({st}) on its own: see ingest.log"));
+        } else if self.ingest.is_some() {
+            self.check(true, "ingest alive at the end", "");
+        }
+        if let Some(m) = self.monitor.take() {
+            m.stop().await;
+        }
+        for n in &names {
+            let (clean, how) = self.stop_writer(n).await;
+            self.check(clean, &format!("{n} exits 0 on SIGTERM"), if clean { "" } else { &how });
+        }
+        if let Some(s) = self.ingest.take() {
+            s.stop(Duration::from_secs(30)).await;
+        }
+        let _ = crate::round::write_json(&self.dir.join("scenario.json"), &self.record);
+        let row = verdict::row(&self.dir, &self.record);
+        let _ = crate::round::write_json(&self.dir.join("row.json"), &row);
+        let failures: String = row.failures.join("; ").chars().take(600).collect();
+        info!("{}: {} {failures}", self.name(), row.verdict);
+        row
+    }
+}

@@ -1,0 +1,418 @@
+//! Evidence → verdicts. A scenario's verdict is its id- and content-level reconcile; its other
+//! checks (processes alive, exit codes, metrics that must move during a freeze, the backlog
+//! drained, the poison corpus's expectations) are counted apart. Everything here reads the
+//! scenario's files only, so a verdict can be recomputed from an evidence folder.
+
+use super::monitor::Sample;
+pub use super::record::{Check, Event, EventKind, Progress, Record, Recovery};
+use pipeline_stores::StoreKind;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// One row of the table (`row.json`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Row {
+    pub scenario: String,
+    pub faults: String,
+    pub accepted: Option<u64>,
+    pub lost: Option<u64>,
+    pub lost_by_store: BTreeMap<String, u64>,
+    pub duplicated: Option<u64>,
+    pub dup_by_store: BTreeMap<String, u64>,
+    pub uncertain_stored: Option<u64>,
+    pub uncertain_not_stored: Option<u64>,
+    pub dead_letters: Option<u64>,
+    pub recoveries: Vec<Recovery>,
+    pub recover_max_s: Option<f64>,
+    pub notes: Vec<String>,
+    pub checks: Vec<Check>,
+    /// The id-level verdict's reasons, then the failed checks.
+    pub failures: Vec<String>,
+    pub verdict: String,
+    pub checks_ok: bool,
+    pub checks_summary: String,
+}
+
+/// The monitor's samples that carry offsets, in time order.
+pub fn load_samples(path: &Path) -> Vec<Sample> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines().filter_map(|l| serde_json::from_str::<Sample>(l).ok()).filter(Sample::has_offsets).collect()
+}
+
+fn at_or_before(samples: &[Sample], t: f64) -> Option<&Sample> {
+    samples.iter().take_while(|s| s.t <= t).last().or(samples.first())
+}
+
+/// Seconds after `t` until the pipeline moved again: `Produce`, the topic's high watermarks grew;
+/// `Consume`, every partition that lagged at `t` had its committed offset move or had no lag
+/// left (a partition stuck behind a dead member counts even when the others progress).
+pub fn recovery(samples: &[Sample], t: f64, progress: Progress) -> Option<f64> {
+    let samples: Vec<&Sample> = samples.iter().filter(|s| s.has_offsets()).collect();
+    let base = samples.iter().take_while(|s| s.t <= t).last().or(samples.first())?;
+    let later: Vec<&Sample> = samples.iter().copied().filter(|s| s.t > t).collect();
+    if progress == Progress::Produce {
+        let h0: i64 = base.high.iter().sum();
+        return later.iter().find(|s| s.high.iter().sum::<i64>() > h0).map(|s| s.t - t);
+    }
+    let mut worst = 0.0f64;
+    for (p, (&c0, &h0)) in base.committed.iter().zip(&base.high).enumerate() {
+        if h0 - c0 <= 0 {
+            continue;
+        }
+        let moved = |s: &&Sample| {
+            let (c, h) = (s.committed.get(p).copied().unwrap_or(0), s.high.get(p).copied().unwrap_or(0));
+            c > c0 || c >= h
+        };
+        worst = worst.max(later.iter().find(|s| moved(s)).map(|s| s.t - t)?);
+    }
+    Some(worst)
+}
+
+/// The sum of the kept series of writer `port` that `pred` picks.
+fn metric(s: Option<&Sample>, port: Option<&str>, pred: &dyn Fn(&str) -> bool) -> f64 {
+    let (Some(s), Some(port)) = (s, port) else { return 0.0 };
+    s.w.get(port).map(|m| m.iter().filter(|(k, _)| pred(k)).map(|(_, v)| v).sum()).unwrap_or(0.0)
+}
+
+/// During a freeze of a store, its writer's /metrics must show it (a retry, an error, a pool
+/// rejection or caller-run, a write over 1 s, or a growing queue), and afterwards the lag must
+/// come back to where it was before.
+fn freeze_notes(samples: &[Sample], events: &[Event]) -> (Vec<String>, Vec<Check>) {
+    let (mut notes, mut checks) = (Vec::new(), Vec::new());
+    for start in events.iter().filter(|e| e.kind == EventKind::FreezeStart) {
+        let store = &start.label;
+        let Some(t2) = events.iter().find(|e| e.kind == EventKind::FreezeEnd && &e.label == store).map(|e| e.t) else {
+            continue;
+        };
+        let t1 = start.t;
+        let ports: std::collections::BTreeSet<&str> =
+            samples.iter().flat_map(|s| s.w.keys().map(String::as_str)).collect();
+        let port = ports.into_iter().next();
+        let lab = format!("\"{store}\"");
+        let fam = |name: &'static str| {
+            let lab = lab.clone();
+            move |k: &str| k.starts_with(&format!("{name}{{")) && k.contains(&lab)
+        };
+        let bucket = |le: &'static str| {
+            let lab = lab.clone();
+            move |k: &str| {
+                k.starts_with("writer_store_write_seconds_bucket{")
+                    && k.contains(&lab)
+                    && k.contains(&format!("le=\"{le}\""))
+            }
+        };
+        let before = at_or_before(samples, t1);
+        let after = at_or_before(samples, t2 + 2.0);
+        let window: Vec<&Sample> = samples.iter().filter(|s| t1 <= s.t && s.t <= t2 + 2.0).collect();
+        let pre: Vec<&Sample> = samples.iter().filter(|s| t1 - 5.0 <= s.t && s.t < t1).collect();
+        let delta = |p: &dyn Fn(&str) -> bool| metric(after, port, p) - metric(before, port, p);
+        let retries = delta(&fam("writer_store_retries_total"));
+        let errors = delta(&fam("writer_store_errors_total"));
+        let rejected = delta(&fam("writer_pool_rejected_total"));
+        let caller = delta(&fam("writer_pool_caller_runs_total"));
+        let slow = delta(&bucket("+Inf")) - delta(&bucket("1"));
+        let peak = |set: &[&Sample], name: &'static str| {
+            set.iter().map(|s| metric(Some(s), port, &fam(name))).fold(0.0f64, f64::max)
+        };
+        let (qmax, qpre) = (peak(&window, "writer_pool_queue_depth"), peak(&pre, "writer_pool_queue_depth"));
+        let amax = peak(&window, "writer_pool_active_workers");
+        let lag_pre = pre.iter().map(|s| s.lag()).max().unwrap_or(0);
+        let lag_peak = window.iter().map(|s| s.lag()).max().unwrap_or(0);
+        let back = samples.iter().find(|s| s.t > t2 && s.lag() <= lag_pre).map(|s| s.t - t2);
+        let moved = retries + errors + rejected + caller + slow > 0.0 || qmax > qpre;
+        notes.push(format!(
+            "freeze {store} {:.0} s: /metrics during the freeze: retries +{retries:.0}, errors +{errors:.0}, pool \
+             rejected +{rejected:.0}, caller-runs +{caller:.0}, queue depth max {qmax:.0} (before {qpre:.0}), active \
+             workers max {amax:.0}, {store} writes over 1 s +{slow:.0}; lag {lag_pre} before → peak {lag_peak} → back \
+             to ≤{lag_pre} {}",
+            t2 - t1,
+            back.map(|b| format!("{b:.1} s after SIGCONT")).unwrap_or_else(|| "NEVER".into())
+        ));
+        checks.push(Check {
+            ok: moved,
+            check: format!("freeze-{store}: /metrics moved during the freeze"),
+            detail: if moved {
+                String::new()
+            } else {
+                "no retry, error, rejection, caller-run, queue growth or slow write seen".into()
+            },
+        });
+        checks.push(Check {
+            ok: back.is_some(),
+            check: format!("freeze-{store}: backlog drained after SIGCONT"),
+            detail: if back.is_some() { String::new() } else { format!("lag never returned to {lag_pre}") },
+        });
+    }
+    (notes, checks)
+}
+
+fn total(classes: &Value, name: &str) -> u64 {
+    classes.get(name).and_then(|c| c.get("total")).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// The reconcile JSON's verdict: fills the row's counts and returns the id-level failures.
+fn reconcile_verdict(row: &mut Row, rec: &Value) -> Vec<String> {
+    let mut failures = Vec::new();
+    if rec.get("drained") == Some(&Value::Bool(false)) {
+        let lag: Vec<String> = rec["lagging"]
+            .as_array()
+            .map(|a| a.iter().map(|x| format!("p{} {}/{}", x["partition"], x["committed"], x["high"])).collect())
+            .unwrap_or_default();
+        failures.push(format!("NOT DRAINED ({})", lag.join(", ")));
+        return failures;
+    }
+    if let Some(e) = rec.get("error") {
+        let detail: String = rec["detail"].as_str().unwrap_or("").chars().take(200).collect();
+        failures.push(format!("reconcile: {e}: {detail}"));
+        return failures;
+    }
+    let cl = &rec["classes"];
+    row.accepted = rec["expected"]["accepted"].as_u64();
+    for k in StoreKind::ALL {
+        row.lost_by_store.insert(k.name().into(), total(cl, &format!("missing from {k}")));
+        row.dup_by_store.insert(k.name().into(), total(cl, &format!("duplicated ({k})")));
+    }
+    row.lost = Some(row.lost_by_store.values().max().copied().unwrap_or(0) + total(cl, "dead-lettered (accepted)"));
+    row.duplicated = row.dup_by_store.values().max().copied();
+    row.uncertain_stored = Some(total(cl, "uncertain, stored"));
+    row.uncertain_not_stored = Some(total(cl, "uncertain, not stored"));
+    row.dead_letters = rec["dead_letters"]["records"].as_u64();
+    if rec["check"].as_str() != Some("ids") {
+        failures.push(format!("checked at {} level, not ids", rec["check"]));
+    }
+    if let Some(map) = cl.as_object() {
+        for (k, c) in map {
+            let n = c["total"].as_u64().unwrap_or(0);
+            if c["failure"].as_bool() == Some(true) && n > 0 {
+                let ex: Vec<String> = c["examples"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .take(3)
+                            .map(|x| x.as_str().map(str::to_string).unwrap_or_else(|| x.to_string()))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                failures.push(format!("{k} {n} (e.g. {})", ex.join(", ")));
+            }
+        }
+    }
+    failures
+}
+
+/// The last line of a reconcile `--json` output that parses.
+pub fn last_json(path: &Path) -> Option<Value> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines().rev().find_map(|l| serde_json::from_str::<Value>(l).ok())
+}
+
+/// The row of the scenario whose evidence is in `dir`.
+pub fn row(dir: &Path, record: &Record) -> Row {
+    let mut row = Row { scenario: record.scenario.clone(), faults: record.faults.clone(), ..Row::default() };
+    let rec = last_json(&dir.join("reconcile.json"));
+    let mut failures = match (&rec, &record.reconciled) {
+        (Some(rec), _) => reconcile_verdict(&mut row, rec),
+        (None, Some(code)) => {
+            let err = std::fs::read_to_string(dir.join("reconcile.log")).unwrap_or_default();
+            let last: String = err.lines().last().unwrap_or("").chars().take(300).collect();
+            vec![format!("reconcile produced no JSON (exit {code:?}): {last}")]
+        }
+        (None, None) => vec!["not reconciled (the scenario was aborted)".into()],
+    };
+    let samples = load_samples(&dir.join("monitor.jsonl"));
+    let events = &record.events;
+    let starts: Vec<f64> = events.iter().filter(|e| e.kind == EventKind::FaultStart).map(|e| e.t).collect();
+    for e in events.iter().filter(|e| e.kind == EventKind::FaultEnd) {
+        let progress = e.progress.unwrap_or(Progress::Consume);
+        let x = recovery(&samples, e.t, progress);
+        let next = starts.iter().find(|s| **s > e.t);
+        let next_fault_first = matches!((x, next), (Some(x), Some(n)) if *n < e.t + x);
+        if x.is_none() {
+            failures.push(format!("no progress after {}", e.label));
+        }
+        row.recoveries.push(Recovery { fault: e.label.clone(), progress, recover_s: x, next_fault_first });
+    }
+    if row.recoveries.len() > 1 {
+        let each: Vec<String> = row
+            .recoveries
+            .iter()
+            .map(|r| {
+                let s = r.recover_s.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into());
+                format!("{} {s}{}", r.fault, if r.next_fault_first { "*" } else { "" })
+            })
+            .collect();
+        let star =
+            if row.recoveries.iter().any(|r| r.next_fault_first) { " (* = the next fault came first)" } else { "" };
+        row.notes.push(format!("recovery per fault (s): {}{star}", each.join(", ")));
+    }
+    row.recover_max_s =
+        row.recoveries.iter().filter_map(|r| r.recover_s).fold(None, |m, x| Some(m.map_or(x, |m: f64| m.max(x))));
+    let (notes, mut checks) = freeze_notes(&samples, events);
+    row.notes.extend(notes);
+    for e in events {
+        let s = at_or_before(&samples, e.t);
+        match e.kind {
+            EventKind::Lag => row.notes.push(format!(
+                "lag at {}: {} records",
+                e.label,
+                s.map(|s| s.lag().to_string()).unwrap_or("?".into())
+            )),
+            EventKind::NeedBacklog => {
+                let lag = s.map(Sample::lag).unwrap_or(0);
+                let of = s.map(|s| {
+                    format!("committed {} of {}", s.committed.iter().sum::<i64>(), s.high.iter().sum::<i64>())
+                });
+                row.notes.push(format!(
+                    "lag at {}: {lag} records ({})",
+                    e.label,
+                    of.unwrap_or_else(|| "no sample".into())
+                ));
+                checks.push(Check {
+                    ok: lag > 0,
+                    check: format!("a backlog at {}", e.label),
+                    detail: if lag > 0 {
+                        String::new()
+                    } else {
+                        "the backlog had drained already: make it bigger".into()
+                    },
+                });
+            }
+            _ => {}
+        }
+    }
+    if let Some(n) = row.dead_letters.filter(|n| *n > 0) {
+        let topic =
+            rec.as_ref().and_then(|r| r["dead_letters"]["topic"].as_str().map(str::to_string)).unwrap_or_default();
+        checks.push(Check { ok: false, check: "no dead letters".into(), detail: format!("{n} records in {topic}") });
+    }
+    checks.extend(record.checks.iter().cloned());
+    row.notes.extend(record.notes.iter().cloned());
+    let failed: Vec<String> = checks
+        .iter()
+        .filter(|c| !c.ok)
+        .map(|c| if c.detail.is_empty() { c.check.clone() } else { format!("{}: {}", c.check, c.detail) })
+        .collect();
+    row.verdict = if failures.is_empty() {
+        "exact".into()
+    } else if rec.as_ref().is_some_and(|r| r.get("classes").is_some()) {
+        "NOT EXACT".into()
+    } else {
+        "NO VERDICT".into()
+    };
+    row.checks_ok = failed.is_empty();
+    row.checks_summary = if failed.is_empty() {
+        format!("{} ok", checks.len())
+    } else {
+        format!("{} of {} FAILED", failed.len(), checks.len())
+    };
+    row.checks = checks;
+    failures.extend(failed);
+    row.failures = failures;
+    row
+}
+
+fn count(v: Option<u64>, by: &BTreeMap<String, u64>) -> String {
+    match v {
+        None => "?".into(),
+        Some(n) if n > 0 && by.values().any(|x| *x > 0) => {
+            let each: Vec<String> = by.iter().filter(|(_, x)| **x > 0).map(|(s, x)| format!("{s} {x}")).collect();
+            format!("{n} ({})", each.join(" "))
+        }
+        Some(n) => n.to_string(),
+    }
+}
+
+/// The table of the rows, then each row's notes and failures.
+pub fn table(rows: &[Row]) -> String {
+    let head = [
+        "scenario",
+        "faults injected",
+        "202s",
+        "lost",
+        "duplicated",
+        "uncertain stored/not",
+        "max recover s",
+        "id-level verdict",
+        "other checks",
+    ];
+    let opt = |v: Option<u64>| v.map(|n| n.to_string()).unwrap_or_else(|| "?".into());
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.scenario.clone(),
+                r.faults.clone(),
+                opt(r.accepted),
+                count(r.lost, &r.lost_by_store),
+                count(r.duplicated, &r.dup_by_store),
+                format!("{} / {}", opt(r.uncertain_stored), opt(r.uncertain_not_stored)),
+                r.recover_max_s.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into()),
+                r.verdict.clone(),
+                r.checks_summary.clone(),
+            ]
+        })
+        .collect();
+    let width: Vec<usize> = (0..head.len())
+        .map(|i| body.iter().map(|b| b[i].chars().count()).chain([head[i].chars().count()]).max().unwrap_or(0))
+        .collect();
+    let line = |cells: &[String]| {
+        let padded: Vec<String> =
+            cells.iter().enumerate().map(|(i, c)| format!("{c}{}", " ".repeat(width[i] - c.chars().count()))).collect();
+        format!("| {} |\n", padded.join(" | "))
+    };
+    let mut out = line(&head.map(str::to_string));
+    out.push_str(&format!("|{}|\n", width.iter().map(|w| "-".repeat(w + 2)).collect::<Vec<_>>().join("|")));
+    for b in &body {
+        out.push_str(&line(b));
+    }
+    for r in rows {
+        for n in r.notes.iter().cloned().chain(r.failures.iter().map(|f| format!("FAILED: {f}"))) {
+            out.push_str(&format!("  {}: {n}\n", r.scenario));
+        }
+    }
+    out
+}
+
+/// Every verdict exact and every other check passed.
+pub fn all_passed(rows: &[Row]) -> bool {
+    rows.iter().all(|r| r.verdict == "exact" && r.checks_ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(t: f64, committed: &[i64], high: &[i64]) -> Sample {
+        Sample { t, committed: committed.to_vec(), high: high.to_vec(), ..Sample::default() }
+    }
+
+    /// A partition stuck behind a dead member is no recovery, even while the others move.
+    #[test]
+    fn recovery_waits_for_every_lagging_partition() {
+        let samples = vec![s(0.0, &[5, 5], &[10, 10]), s(1.0, &[8, 5], &[12, 12]), s(3.0, &[9, 7], &[12, 12])];
+        assert_eq!(recovery(&samples, 0.5, Progress::Consume), Some(2.5));
+        assert_eq!(recovery(&samples[..2], 0.5, Progress::Consume), None);
+        assert_eq!(recovery(&samples, 0.0, Progress::Produce), Some(1.0));
+    }
+
+    #[test]
+    fn a_clean_reconcile_is_exact_and_a_loss_is_not() {
+        let dir = std::env::temp_dir().join(format!("verdict-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let clean = serde_json::json!({"check": "ids", "expected": {"accepted": 10}, "classes": {}, "dead_letters": {"records": 0}});
+        std::fs::write(dir.join("reconcile.json"), clean.to_string()).expect("write");
+        let rec = Record { scenario: "x".into(), reconciled: Some(Some(0)), ..Record::default() };
+        let row = row(&dir, &rec);
+        assert_eq!((row.verdict.as_str(), row.accepted, row.lost), ("exact", Some(10), Some(0)));
+        let lossy = serde_json::json!({"check": "ids", "expected": {"accepted": 10}, "dead_letters": {"records": 0},
+            "classes": {"missing from redis": {"total": 2, "failure": true, "examples": ["a", "b"]}}});
+        std::fs::write(dir.join("reconcile.json"), lossy.to_string()).expect("write");
+        let row = super::row(&dir, &rec);
+        assert_eq!((row.verdict.as_str(), row.lost), ("NOT EXACT", Some(2)));
+        assert!(!all_passed(&[row.clone()]));
+        assert!(table(&[row]).contains("2 (redis 2)"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

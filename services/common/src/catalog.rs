@@ -101,6 +101,10 @@ catalog! {
         "Bytes of batches a pool's queue holds, by pool.";
     gauge WRITER_POOL_MAX_WORKERS = "writer_pool_max_workers":
         "Most workers of a pool, by pool.";
+    gauge WRITER_POOL_CONCURRENCY_LIMIT = "writer_pool_concurrency_limit":
+        "Writes an adaptive pool lets run at once now (--pool-adaptive; between 1 and its max workers), by pool.";
+    gauge WRITER_POOL_JOB_SECONDS = "writer_pool_job_seconds":
+        "An adaptive pool's past round trip: one job's duration (one batch into one store, retries included), as the moving average its limit is judged against, by pool.";
     gauge WRITER_POOL_QUEUE_DEPTH = "writer_pool_queue_depth":
         "Jobs waiting in a pool's queue, by pool.";
     gauge WRITER_POOL_QUEUE_DEPTH_PEAK = "writer_pool_queue_depth_peak":

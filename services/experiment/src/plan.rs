@@ -180,6 +180,9 @@ impl Default for Plan {
 /// The built-in policies: the reference's A/B/C with its shared pool, the same with per-store pools,
 /// and `default` (the writer's own defaults, which `scripts/run` uses with its WRITER_ARGS).
 pub fn builtin(name: &str) -> Option<PolicyDef> {
+    if let Some(def) = remedy(name) {
+        return Some(def);
+    }
     let (sync, about) = match name.trim_end_matches("-per-store") {
         "A" => ("es", "A: Elasticsearch on the consumer, the rest through the pool"),
         "B" => ("none", "B: all four through the pool"),
@@ -208,7 +211,35 @@ pub fn builtin(name: &str) -> Option<PolicyDef> {
     Some(PolicyDef { writer_args: args, about: format!("{about}; {pool}") })
 }
 
-pub const BUILTIN_NAMES: &str = "A, B, C (the reference's shared pool), A-per-store, B-per-store, C-per-store, default";
+/// The reference's remedies for C's pool, as policies: a fixed limit of writes in flight per
+/// store (a semaphore per backend), an adaptive one, and more consumers.
+fn remedy(name: &str) -> Option<PolicyDef> {
+    let per_store = |shape: &str| {
+        let mut a: Vec<String> = vec!["--sync-stores".into(), "mysql".into(), "--pool".into(), "per-store".into()];
+        for k in pipeline_stores::StoreKind::ALL {
+            a.extend([format!("--pool-{k}"), shape.to_string()]);
+        }
+        a
+    };
+    let (writer_args, about) = match name {
+        "C-fixed" => (per_store("16/16/1000/block"), "C, and at most 16 writes in flight per store (a semaphore per backend)"),
+        "C-adaptive" => {
+            let mut a = per_store("4/64/1000/block");
+            a.push("--pool-adaptive".into());
+            (a, "C, and per store an adaptive limit of writes in flight (4 at first, 1..64, AIMD on round trips)")
+        }
+        "C-6" => {
+            let mut a = builtin("C")?.writer_args;
+            a.extend(["--consumers".into(), "6".into()]);
+            (a, "C with the reference's shared pool and 6 consumers instead of 3")
+        }
+        _ => return None,
+    };
+    Some(PolicyDef { writer_args, about: about.into() })
+}
+
+pub const BUILTIN_NAMES: &str = "A, B, C (the reference's shared pool), A-per-store, B-per-store, C-per-store, \
+                                 C-fixed, C-adaptive, C-6 (its remedies), default";
 
 /// Seconds in a k6-style duration: `60s`, `500ms`, `2m`, `1m30s`, or a bare number of seconds.
 pub fn seconds(text: &str) -> Result<f64, PlanError> {
@@ -424,6 +455,9 @@ mod tests {
         assert_eq!(a.writer_args[..2], ["--sync-stores".to_string(), "es".to_string()]);
         assert!(a.writer_args.contains(&SEED_POOL.to_string()));
         assert!(builtin("C-per-store").expect("C").writer_args.contains(&"per-store".to_string()));
+        let adaptive = builtin("C-adaptive").expect("C-adaptive").writer_args;
+        assert!(adaptive.contains(&"--pool-adaptive".to_string()) && adaptive.contains(&"--pool-es".to_string()));
+        assert_eq!(builtin("C-6").expect("C-6").writer_args.last().map(String::as_str), Some("6"));
         assert!(Plan { policies: vec!["Z".into()], ..Plan::default() }.validate().is_err());
     }
 }

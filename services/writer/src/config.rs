@@ -156,6 +156,12 @@ pub struct WriterConfig {
     /// One `--pool-<store>` flag per store of the registry.
     #[command(flatten)]
     pub pools: StorePools,
+    /// Adaptive concurrency for every pool: the writes a pool runs at once follow the store's
+    /// round trips and failures (additive increase, multiplicative decrease), between 1 and
+    /// the pool's max workers, starting at its core. Without it a pool keeps its fixed
+    /// core/max/queue shape.
+    #[arg(long, env = "WRITER_POOL_ADAPTIVE")]
+    pub pool_adaptive: bool,
 
     /// When an offset may be committed.
     #[arg(long, env = "WRITER_COMMIT", value_enum, default_value_t = CommitMode::AfterWrite)]

@@ -59,9 +59,10 @@ async fn every_dashboard_metric_is_in_a_real_scrape() {
     let ns = kit::Namespace::new("compose").await;
     let (wport, iport) = (kit::free_port(), kit::free_port());
     let dlq = format!("{}.dlq", ns.name);
+    // Adaptive pools, so the dashboard's adaptive series (limit, round trip) are scraped too.
     let mut writer = ns.spawn(
         "writer",
-        &[],
+        &["--pool-adaptive"],
         &[("WRITER_METRICS_ADDR", format!("127.0.0.1:{wport}")), ("WRITER_DLQ_TOPIC", dlq.clone())],
     );
     let mut ingest = ns.spawn("ingest", &[], &[("INGEST_LISTEN", format!("127.0.0.1:{iport}"))]);

@@ -13,6 +13,7 @@
 //! topic in production, an in-process list in the unit tests, so the whole driver (policy, pool,
 //! retry, dead letters, completion) is tested without servers. Stores are already `dyn Sink` (the write side is all the writer needs).
 
+pub mod adaptive;
 #[cfg(test)]
 mod fake;
 pub mod pool;
@@ -58,9 +59,16 @@ impl<D: DeadLetters> Driver<D> {
             } else {
                 let pool = match cfg.pool {
                     PoolMode::Shared => shared
-                        .get_or_insert_with(|| Pool::new("shared", cfg.pool_shared, cfg.pool_queue_max_bytes))
+                        .get_or_insert_with(|| {
+                            Pool::with("shared", cfg.pool_shared, cfg.pool_queue_max_bytes, cfg.pool_adaptive)
+                        })
                         .clone(),
-                    PoolMode::PerStore => Pool::new(s.kind().name(), cfg.pool_spec(s.kind()), cfg.pool_queue_max_bytes),
+                    PoolMode::PerStore => Pool::with(
+                        s.kind().name(),
+                        cfg.pool_spec(s.kind()),
+                        cfg.pool_queue_max_bytes,
+                        cfg.pool_adaptive,
+                    ),
                 };
                 pooled.push((s, pool));
             }

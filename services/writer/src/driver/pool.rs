@@ -12,7 +12,12 @@
 //! jobs AND by bytes (a job carries its batch's size): 1,000 queued batches of 500 large messages
 //! would otherwise be gigabytes. A job that panics is contained here: its worker carries on, the
 //! panic is counted (`writer_pool_panics_total`), and the job's own guard fails its batch.
+//!
+//! With `--pool-adaptive` ([`super::adaptive`]) the worker count is not fixed: up to the
+//! controller's limit (1..=`max`, from `core`) workers run before anything is queued, and the
+//! limit follows every job's duration.
 
+use super::adaptive::Controller;
 use super::spec::{Policy, PoolSpec};
 use futures::future::BoxFuture;
 use futures::FutureExt;
@@ -44,6 +49,8 @@ struct State {
     /// Highest queue depth and active count since start (the "queue peak / active peak" the reference experiment reported).
     peak_queue: usize,
     peak_active: usize,
+    /// An adaptive pool's limit: workers up to it run at once, before anything is queued.
+    limit: Option<usize>,
 }
 
 struct Metrics {
@@ -56,6 +63,8 @@ struct Metrics {
     rejected: Counter,
     caller_runs: Counter,
     panics: Counter,
+    limit: Gauge,
+    job_seconds: Gauge,
 }
 
 struct Inner {
@@ -65,6 +74,8 @@ struct Inner {
     state: Mutex<State>,
     room: Notify,
     m: Metrics,
+    /// With `--pool-adaptive`: moves `State::limit` after every job.
+    controller: Option<Mutex<Controller>>,
 }
 
 /// Cheap to clone; all clones are the same pool.
@@ -73,7 +84,14 @@ pub struct Pool(Arc<Inner>);
 
 impl Pool {
     /// A pool of shape `spec` whose queue also holds at most `max_queue_bytes` of batches.
+    #[cfg(test)]
     pub fn new(name: &str, spec: PoolSpec, max_queue_bytes: usize) -> Pool {
+        Pool::with(name, spec, max_queue_bytes, false)
+    }
+
+    /// The same, its concurrency moved by an adaptive controller between 1 and `spec.max`
+    /// (starting at `spec.core`) when `adaptive`.
+    pub fn with(name: &str, spec: PoolSpec, max_queue_bytes: usize, adaptive: bool) -> Pool {
         let l = [("pool", name.to_string())];
         gauge!(catalog::WRITER_POOL_QUEUE_CAPACITY, &l).set(spec.queue as f64);
         gauge!(catalog::WRITER_POOL_QUEUE_CAPACITY_BYTES, &l).set(max_queue_bytes as f64);
@@ -88,7 +106,14 @@ impl Pool {
             rejected: counter!(catalog::WRITER_POOL_REJECTED_TOTAL, &l),
             caller_runs: counter!(catalog::WRITER_POOL_CALLER_RUNS_TOTAL, &l),
             panics: counter!(catalog::WRITER_POOL_PANICS_TOTAL, &l),
+            limit: gauge!(catalog::WRITER_POOL_CONCURRENCY_LIMIT, &l),
+            job_seconds: gauge!(catalog::WRITER_POOL_JOB_SECONDS, &l),
         };
+        let controller = adaptive.then(|| Controller::new(spec.core, spec.max));
+        let limit = controller.as_ref().map(Controller::limit);
+        if let Some(l) = limit {
+            m.limit.set(l as f64);
+        }
         Pool(Arc::new(Inner {
             name: name.to_string(),
             spec,
@@ -99,9 +124,11 @@ impl Pool {
                 queue_bytes: 0,
                 peak_queue: 0,
                 peak_active: 0,
+                limit,
             }),
             room: Notify::new(),
             m,
+            controller: controller.map(Mutex::new),
         }))
     }
 
@@ -145,14 +172,55 @@ impl Pool {
     /// Runs one job, containing a panic: the worker (or the submitting consumer, for
     /// caller-runs) survives it, and the job's guard has already failed its batch.
     async fn run_contained(&self, job: Job) {
-        match std::panic::AssertUnwindSafe(job.fut).catch_unwind().await {
-            Ok(()) => self.0.m.completed.increment(1),
+        let started = std::time::Instant::now();
+        let failed = match std::panic::AssertUnwindSafe(job.fut).catch_unwind().await {
+            Ok(()) => {
+                self.0.m.completed.increment(1);
+                false
+            }
             Err(panic) => {
                 self.0.m.panics.increment(1);
                 counter!(catalog::WRITER_PANICS_TOTAL, "where" => "pool_job").increment(1);
                 tracing::error!(pool = %self.0.name, panic = %super::retry::panic_message(&*panic), "pool job panicked");
+                true
             }
+        };
+        self.adapt(started.elapsed(), failed);
+    }
+
+    /// Moves an adaptive pool's limit by one job's outcome, and starts workers for queued jobs
+    /// when it grew.
+    fn adapt(&self, took: std::time::Duration, failed: bool) {
+        let Some(controller) = &self.0.controller else { return };
+        let inflight = self.state().active;
+        let limit = {
+            let mut c = controller.lock().unwrap_or_else(|p| p.into_inner());
+            let limit = c.observe(took, inflight, failed);
+            self.0.m.job_seconds.set(c.round_trip());
+            limit
+        };
+        self.0.m.limit.set(limit as f64);
+        let mut st = self.state();
+        st.limit = Some(limit);
+        while st.active < limit {
+            let Some(job) = st.queue.pop_front() else { break };
+            st.queue_bytes -= job.bytes;
+            self.start_worker(&mut st, job);
         }
+        self.0.m.queue_depth.set(st.queue.len() as f64);
+        self.0.m.queue_bytes.set(st.queue_bytes as f64);
+    }
+
+    /// Counts a new worker in and spawns it with its first job.
+    fn start_worker(&self, st: &mut State, job: Job) {
+        st.active += 1;
+        self.0.m.active.set(st.active as f64);
+        if st.active > st.peak_active {
+            st.peak_active = st.active;
+            self.0.m.active_peak.set(st.active as f64);
+        }
+        let pool = self.clone();
+        tokio::spawn(async move { pool.worker(job).await });
     }
 
     /// Starts the job on a worker or queues it; hands it back when neither is possible.
@@ -163,16 +231,10 @@ impl Pool {
         // still gets written (one at a time) instead of being refused forever.
         let queue_full = st.queue.len() >= spec.queue
             || (st.queue_bytes + job.bytes > self.0.max_queue_bytes && !st.queue.is_empty());
-        if st.active < spec.core || (queue_full && st.active < spec.max) {
-            st.active += 1;
-            self.0.m.active.set(st.active as f64);
-            if st.active > st.peak_active {
-                st.peak_active = st.active;
-                self.0.m.active_peak.set(st.active as f64);
-            }
-            drop(st);
-            let pool = self.clone();
-            tokio::spawn(async move { pool.worker(job).await });
+        // An adaptive pool runs up to its limit before it queues; a fixed one is Java's.
+        let (core, max) = st.limit.map_or((spec.core, spec.max), |l| (l, l));
+        if st.active < core || (queue_full && st.active < max) {
+            self.start_worker(&mut st, job);
             Ok(())
         } else if !queue_full {
             st.queue_bytes += job.bytes;
@@ -189,13 +251,15 @@ impl Pool {
         }
     }
 
-    /// Runs its first job, then keeps taking queued ones; exits when the queue is empty.
+    /// Runs its first job, then keeps taking queued ones; exits when the queue is empty, or
+    /// when an adaptive pool's limit fell below the workers it has.
     async fn worker(self, first: Job) {
         let mut job = first;
         loop {
             self.run_contained(job).await;
             let mut st = self.state();
-            match st.queue.pop_front() {
+            let over = st.limit.is_some_and(|l| st.active > l);
+            match if over { None } else { st.queue.pop_front() } {
                 Some(next) => {
                     st.queue_bytes -= next.bytes;
                     self.0.m.queue_depth.set(st.queue.len() as f64);
@@ -224,124 +288,5 @@ impl Pool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::time::Duration;
-    use tokio::sync::Semaphore;
-
-    /// A job that waits for a permit from `gate`, then counts itself done.
-    fn gated(gate: &Arc<Semaphore>, done: &Arc<AtomicUsize>) -> Job {
-        let (gate, done) = (gate.clone(), done.clone());
-        Job::new(1, async move {
-            gate.acquire().await.expect("open").forget();
-            done.fetch_add(1, Ordering::SeqCst);
-        })
-    }
-
-    const NO_BYTE_BOUND: usize = usize::MAX / 2;
-
-    fn spec(s: &str) -> PoolSpec {
-        s.parse().unwrap()
-    }
-
-    #[tokio::test]
-    async fn core_then_queue_then_max_then_policy() {
-        let pool = Pool::new("t1", spec("1/2/1/reject"), NO_BYTE_BOUND);
-        let gate = Arc::new(Semaphore::new(0));
-        let done = Arc::new(AtomicUsize::new(0));
-        assert!(pool.submit(gated(&gate, &done)).await.is_ok()); // core worker
-        assert_eq!(pool.load(), (1, 0));
-        assert!(pool.submit(gated(&gate, &done)).await.is_ok()); // queued
-        assert_eq!(pool.load(), (1, 1));
-        assert!(pool.submit(gated(&gate, &done)).await.is_ok()); // extra worker up to max
-        assert_eq!(pool.load(), (2, 1));
-        assert!(pool.submit(gated(&gate, &done)).await.is_err()); // rejected
-        gate.add_permits(3);
-        while done.load(Ordering::SeqCst) < 3 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        assert_eq!(pool.load(), (0, 0), "workers exit when idle");
-    }
-
-    #[tokio::test]
-    async fn caller_runs_executes_on_the_submitter() {
-        let pool = Pool::new("t2", spec("1/1/0/caller-runs"), NO_BYTE_BOUND);
-        let gate = Arc::new(Semaphore::new(0));
-        let done = Arc::new(AtomicUsize::new(0));
-        pool.submit(gated(&gate, &done)).await.ok(); // holds the only worker until the gate opens
-        let inline = Arc::new(AtomicUsize::new(0));
-        let i2 = inline.clone();
-        pool.submit(Job::new(1, async move {
-            i2.fetch_add(1, Ordering::SeqCst);
-        }))
-        .await
-        .ok();
-        assert_eq!(inline.load(Ordering::SeqCst), 1, "the full pool ran the job on the caller, before submit returned");
-        gate.add_permits(1);
-    }
-
-    #[tokio::test]
-    async fn block_waits_for_room() {
-        let pool = Pool::new("t3", spec("1/1/1/block"), NO_BYTE_BOUND);
-        let gate = Arc::new(Semaphore::new(0));
-        let done = Arc::new(AtomicUsize::new(0));
-        pool.submit(gated(&gate, &done)).await.ok();
-        pool.submit(gated(&gate, &done)).await.ok();
-        let p2 = pool.clone();
-        let (g2, d2) = (gate.clone(), done.clone());
-        let third = tokio::spawn(async move { p2.submit(gated(&g2, &d2)).await.is_ok() });
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert!(!third.is_finished(), "a full pool blocks the submitter");
-        gate.add_permits(3);
-        assert!(third.await.unwrap());
-        while done.load(Ordering::SeqCst) < 3 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-    }
-
-    #[tokio::test]
-    async fn a_panicking_job_frees_its_worker() {
-        let pool = Pool::new("t4", spec("1/1/10/block"), NO_BYTE_BOUND);
-        pool.submit(Job::new(1, async { panic!("a bug in a store adapter") })).await.ok();
-        let done = Arc::new(AtomicUsize::new(0));
-        let d2 = done.clone();
-        pool.submit(Job::new(1, async move {
-            d2.fetch_add(1, Ordering::SeqCst);
-        }))
-        .await
-        .ok();
-        for _ in 0..200 {
-            if done.load(Ordering::SeqCst) == 1 && pool.load() == (0, 0) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        panic!("the pool's only worker died with the panicking job: load {:?}", pool.load());
-    }
-
-    #[tokio::test]
-    async fn the_queue_is_bounded_in_bytes_too() {
-        let pool = Pool::new("t5", spec("1/1/100/reject"), 1000);
-        let gate = Arc::new(Semaphore::new(0));
-        let done = Arc::new(AtomicUsize::new(0));
-        let sized = |bytes: usize| {
-            let (gate, done) = (gate.clone(), done.clone());
-            Job::new(bytes, async move {
-                gate.acquire().await.expect("open").forget();
-                done.fetch_add(1, Ordering::SeqCst);
-            })
-        };
-        assert!(pool.submit(sized(600)).await.is_ok(), "runs on the core worker");
-        assert!(pool.submit(sized(1500)).await.is_ok(), "an empty queue takes one job of any size");
-        assert!(pool.submit(sized(10)).await.is_err(), "1,510 bytes would pass the 1,000-byte bound");
-        gate.add_permits(2);
-        while done.load(Ordering::SeqCst) < 2 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        assert!(pool.submit(sized(900)).await.is_ok());
-        assert!(pool.submit(sized(900)).await.is_ok(), "queue empty again");
-        gate.add_permits(2);
-    }
-}
+#[path = "pool_tests.rs"]
+mod tests;

@@ -160,7 +160,14 @@ pub struct WriterConfig {
     /// round trips and failures (additive increase, multiplicative decrease), between 1 and
     /// the pool's max workers, starting at its core. Without it a pool keeps its fixed
     /// core/max/queue shape.
-    #[arg(long, env = "WRITER_POOL_ADAPTIVE")]
+    #[arg(
+        long,
+        env = "WRITER_POOL_ADAPTIVE",
+        default_value_t = false,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set
+    )]
     pub pool_adaptive: bool,
 
     /// When an offset may be committed.

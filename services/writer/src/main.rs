@@ -9,8 +9,13 @@ async fn main() -> anyhow::Result<()> {
     telemetry::init_tracing();
     let cfg = WriterConfig::parse();
     if cfg.list_stores {
+        // A reader that stops early (`| head -1`) is no error: stop writing, exit 0.
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
         for kind in pipeline_stores::StoreKind::ALL {
-            println!("{kind}");
+            if writeln!(out, "{kind}").is_err() {
+                break;
+            }
         }
         return Ok(());
     }

@@ -112,6 +112,10 @@ pub struct RunArgs {
     /// Not a fault: the rounds stay valid and the report names the condition.
     #[arg(long, value_delimiter = ',')]
     pub store_delay: Option<Vec<String>>,
+    /// A sweep over conditions, separated by `;` (each a --store-delay value, `none` for none):
+    /// every policy runs under each, e.g. `none;es=50ms;es=200ms`. Rounds are labelled POLICY@dN.
+    #[arg(long, value_delimiter = ';')]
+    pub conditions: Option<Vec<String>>,
 
     /// Evidence folder (default k6/out/experiment-<time>).
     #[arg(long, env = "EXPERIMENT_OUT")]
@@ -188,6 +192,9 @@ impl RunArgs {
         set!(duration);
         set!(warmup);
         set!(store_delay);
+        if let Some(c) = &self.conditions {
+            p.conditions = c.iter().map(|c| if c.trim() == "none" { String::new() } else { c.clone() }).collect();
+        }
         if self.shuffle_seed.is_some() {
             p.shuffle_seed = self.shuffle_seed;
         }

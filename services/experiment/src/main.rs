@@ -13,6 +13,7 @@ mod gates;
 mod k6;
 mod paths;
 mod plan;
+mod policies;
 mod procs;
 mod prom;
 mod report;

@@ -5,8 +5,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The reference's shared pool: core 12, max 24, queue 1,000, CallerRunsPolicy.
-pub const SEED_POOL: &str = "12/24/1000/caller-runs";
+pub use crate::policies::{builtin, PolicyDef, BUILTIN_NAMES};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
@@ -30,6 +29,8 @@ pub enum PlanError {
     Toml(#[from] toml::de::Error),
     #[error(transparent)]
     StoreDelay(#[from] crate::condition::spec::SpecError),
+    #[error("a plan sweeps `conditions` or sets one `store_delay`, not both")]
+    ConditionsAndDelay,
 }
 
 /// Closed loop (a fixed number of virtual users, the reference's load), open loop (a fixed arrival
@@ -104,15 +105,6 @@ impl Default for Gates {
     }
 }
 
-/// A write policy: a name and the writer flags that make it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PolicyDef {
-    pub writer_args: Vec<String>,
-    #[serde(default)]
-    pub about: String,
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Plan {
@@ -148,6 +140,10 @@ pub struct Plan {
     /// A condition of every round: stores made slow by a proxy in front of each
     /// (`es=20ms±5ms`, see `condition::spec`). Not a fault: the rounds stay valid.
     pub store_delay: Vec<String>,
+    /// A sweep over conditions: each entry a `store_delay` value (comma separated, `""` for
+    /// none); every policy runs under each, interleaved within a condition. Rounds are labelled
+    /// `POLICY@dN` (N counted 1.. in this list) in the report.
+    pub conditions: Vec<String>,
     /// Policies beyond the built-in ones.
     pub policy: BTreeMap<String, PolicyDef>,
 }
@@ -172,74 +168,11 @@ impl Default for Plan {
             gates: Gates::default(),
             faults: Vec::new(),
             store_delay: Vec::new(),
+            conditions: Vec::new(),
             policy: BTreeMap::new(),
         }
     }
 }
-
-/// The built-in policies: the reference's A/B/C with its shared pool, the same with per-store pools,
-/// and `default` (the writer's own defaults, which `scripts/run` uses with its WRITER_ARGS).
-pub fn builtin(name: &str) -> Option<PolicyDef> {
-    if let Some(def) = remedy(name) {
-        return Some(def);
-    }
-    let (sync, about) = match name.trim_end_matches("-per-store") {
-        "A" => ("es", "A: Elasticsearch on the consumer, the rest through the pool"),
-        "B" => ("none", "B: all four through the pool"),
-        "C" => ("mysql", "C: MySQL on the consumer, the rest through the pool"),
-        "default" if name == "default" => {
-            return Some(PolicyDef {
-                writer_args: Vec::new(),
-                about: "the writer's defaults (plus writer_args)".into(),
-            })
-        }
-        _ => return None,
-    };
-    let args: Vec<String> = if name.ends_with("-per-store") {
-        vec!["--sync-stores".into(), sync.into(), "--pool".into(), "per-store".into()]
-    } else {
-        vec![
-            "--sync-stores".into(),
-            sync.into(),
-            "--pool".into(),
-            "shared".into(),
-            "--pool-shared".into(),
-            SEED_POOL.into(),
-        ]
-    };
-    let pool = if name.ends_with("-per-store") { "per-store pools" } else { "the reference's shared pool" };
-    Some(PolicyDef { writer_args: args, about: format!("{about}; {pool}") })
-}
-
-/// The reference's remedies for C's pool, as policies: a fixed limit of writes in flight per
-/// store (a semaphore per backend), an adaptive one, and more consumers.
-fn remedy(name: &str) -> Option<PolicyDef> {
-    let per_store = |shape: &str| {
-        let mut a: Vec<String> = vec!["--sync-stores".into(), "mysql".into(), "--pool".into(), "per-store".into()];
-        for k in pipeline_stores::StoreKind::ALL {
-            a.extend([format!("--pool-{k}"), shape.to_string()]);
-        }
-        a
-    };
-    let (writer_args, about) = match name {
-        "C-fixed" => (per_store("16/16/1000/block"), "C, and at most 16 writes in flight per store (a semaphore per backend)"),
-        "C-adaptive" => {
-            let mut a = per_store("4/64/1000/block");
-            a.push("--pool-adaptive".into());
-            (a, "C, and per store an adaptive limit of writes in flight (4 at first, 1..64, AIMD on round trips)")
-        }
-        "C-6" => {
-            let mut a = builtin("C")?.writer_args;
-            a.extend(["--consumers".into(), "6".into()]);
-            (a, "C with the reference's shared pool and 6 consumers instead of 3")
-        }
-        _ => return None,
-    };
-    Some(PolicyDef { writer_args, about: about.into() })
-}
-
-pub const BUILTIN_NAMES: &str = "A, B, C (the reference's shared pool), A-per-store, B-per-store, C-per-store, \
-                                 C-fixed, C-adaptive, C-6 (its remedies), default";
 
 /// Seconds in a k6-style duration: `60s`, `500ms`, `2m`, `1m30s`, or a bare number of seconds.
 pub fn seconds(text: &str) -> Result<f64, PlanError> {
@@ -320,6 +253,22 @@ impl Plan {
         Ok(crate::condition::spec::parse_all(&self.store_delay)?)
     }
 
+    /// The condition of one round: its swept condition, else the plan's store delay.
+    pub fn delays_of(&self, slot: &Slot) -> Result<Vec<crate::condition::spec::StoreDelay>, PlanError> {
+        match slot.condition.and_then(|n| self.conditions.get(n as usize - 1)) {
+            Some(c) => Ok(crate::condition::spec::parse_all(std::slice::from_ref(c))?),
+            None => self.store_delays(),
+        }
+    }
+
+    /// How the report names a round's policy: `C`, or `C@d2` under the second swept condition.
+    pub fn label(slot: &Slot) -> String {
+        match slot.condition {
+            Some(n) => format!("{}@d{n}", slot.policy),
+            None => slot.policy.clone(),
+        }
+    }
+
     /// Load points: the VU count for a closed loop, each rate for an open one.
     pub fn points(&self) -> Vec<u32> {
         match self.load {
@@ -329,7 +278,7 @@ impl Plan {
     }
 
     pub fn total_rounds(&self) -> u32 {
-        self.rounds * self.policies.len() as u32 * self.points().len() as u32
+        self.rounds * self.policies.len() as u32 * self.points().len() as u32 * self.conditions.len().max(1) as u32
     }
 
     /// Checks everything that can be checked before a server is touched.
@@ -349,6 +298,12 @@ impl Plan {
         seconds(&self.duration)?;
         warmup(&self.warmup)?;
         self.store_delays()?;
+        for c in &self.conditions {
+            crate::condition::spec::parse_all(std::slice::from_ref(c))?;
+        }
+        if !self.conditions.is_empty() && !self.store_delay.is_empty() {
+            return Err(PlanError::ConditionsAndDelay);
+        }
         for f in &self.faults {
             if f.round == 0 || f.round > self.total_rounds() {
                 return Err(PlanError::FaultRound(f.round, self.total_rounds()));
@@ -363,19 +318,26 @@ impl Plan {
     pub fn schedule(&self) -> Vec<Slot> {
         let mut out = Vec::new();
         let mut rng = self.shuffle_seed.map(SplitMix);
+        let conditions: Vec<Option<u32>> = if self.conditions.is_empty() {
+            vec![None]
+        } else {
+            (1..=self.conditions.len() as u32).map(Some).collect()
+        };
         for rep in 1..=self.rounds {
             for &point in &self.points() {
-                let mut order = self.policies.clone();
-                if let Some(r) = rng.as_mut() {
-                    for i in (1..order.len()).rev() {
-                        let j = (r.next() % (i as u64 + 1)) as usize;
-                        order.swap(i, j);
+                for &condition in &conditions {
+                    let mut order = self.policies.clone();
+                    if let Some(r) = rng.as_mut() {
+                        for i in (1..order.len()).rev() {
+                            let j = (r.next() % (i as u64 + 1)) as usize;
+                            order.swap(i, j);
+                        }
                     }
-                }
-                for policy in order {
-                    let index = out.len() as u32 + 1;
-                    let fault = self.faults.iter().find(|f| f.round == index).map(|f| f.kind);
-                    out.push(Slot { index, rep, point, policy, fault });
+                    for policy in order {
+                        let index = out.len() as u32 + 1;
+                        let fault = self.faults.iter().find(|f| f.round == index).map(|f| f.kind);
+                        out.push(Slot { index, rep, point, policy, fault, condition });
+                    }
                 }
             }
         }
@@ -394,6 +356,9 @@ pub struct Slot {
     pub point: u32,
     pub policy: String,
     pub fault: Option<FaultKind>,
+    /// Which of the plan's swept `conditions` (1..), if it sweeps any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<u32>,
 }
 
 /// A tiny deterministic generator for the optional shuffle (no dependency for one shuffle).
@@ -410,54 +375,5 @@ impl SplitMix {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_and_warmups() {
-        assert_eq!(seconds("60s").ok(), Some(60.0));
-        assert_eq!(seconds("1m30s").ok(), Some(90.0));
-        assert_eq!(seconds("500ms").ok(), Some(0.5));
-        assert!(seconds("ten").is_err());
-        assert_eq!(warmup("3x10s").ok(), Some((3, "10s".to_string())));
-        assert_eq!(warmup("0").ok(), Some((0, "0s".to_string())));
-        assert!(warmup("ax10s").is_err());
-    }
-
-    #[test]
-    fn the_schedule_interleaves_and_numbers_faults() {
-        let plan = Plan {
-            policies: vec!["A".into(), "C".into()],
-            rounds: 2,
-            faults: vec!["3:kill-writer".parse().expect("fault")],
-            ..Plan::default()
-        };
-        plan.validate().expect("valid");
-        let s = plan.schedule();
-        let names: Vec<&str> = s.iter().map(|x| x.policy.as_str()).collect();
-        assert_eq!(names, ["A", "C", "A", "C"]);
-        assert_eq!(s[2].fault, Some(FaultKind::KillWriter));
-        assert_eq!(s[2].rep, 2);
-    }
-
-    #[test]
-    fn a_plan_survives_its_toml() {
-        let mut plan = Plan { shuffle_seed: Some(7), ..Plan::default() };
-        plan.policy
-            .insert("X".into(), PolicyDef { writer_args: vec!["--consumers".into(), "1".into()], about: "".into() });
-        let back = Plan::from_toml(&plan.to_toml()).expect("parse");
-        assert_eq!(back, plan);
-    }
-
-    #[test]
-    fn policies_are_the_seeds() {
-        let a = builtin("A").expect("A");
-        assert_eq!(a.writer_args[..2], ["--sync-stores".to_string(), "es".to_string()]);
-        assert!(a.writer_args.contains(&SEED_POOL.to_string()));
-        assert!(builtin("C-per-store").expect("C").writer_args.contains(&"per-store".to_string()));
-        let adaptive = builtin("C-adaptive").expect("C-adaptive").writer_args;
-        assert!(adaptive.contains(&"--pool-adaptive".to_string()) && adaptive.contains(&"--pool-es".to_string()));
-        assert_eq!(builtin("C-6").expect("C-6").writer_args.last().map(String::as_str), Some("6"));
-        assert!(Plan { policies: vec!["Z".into()], ..Plan::default() }.validate().is_err());
-    }
-}
+#[path = "plan_tests.rs"]
+mod tests;

@@ -27,8 +27,16 @@ pub fn analyse(ev: &Evidence) -> Vec<RoundView> {
         .map(|r| {
             let s = stats::compute(r);
             let g = gates::evaluate(&ev.plan, r, &s, &owners);
-            let slot =
-                r.record.slot.clone().unwrap_or(Slot { index: 0, rep: 0, point: 0, policy: "?".into(), fault: None });
+            let slot = r.record.slot.clone().unwrap_or(Slot {
+                index: 0,
+                rep: 0,
+                point: 0,
+                policy: "?".into(),
+                fault: None,
+                condition: None,
+            });
+            // Under a condition sweep a round is grouped as its policy under its condition.
+            let slot = Slot { policy: crate::plan::Plan::label(&slot), ..slot };
             let conditions = r.record.conditions.clone();
             RoundView { name: r.name.clone(), slot, conditions, valid: gates::valid(&g), stats: s, gates: g }
         })
@@ -105,6 +113,20 @@ pub fn render(ev: &Evidence, views: &[RoundView], charts: &[String]) -> String {
             get("kernel"),
             get("git_sha"),
             get("profile")
+        );
+    }
+    if !plan.conditions.is_empty() {
+        let each: Vec<String> = plan
+            .conditions
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("d{} = `{}`", i + 1, if c.is_empty() { "none" } else { c }))
+            .collect();
+        let _ = writeln!(
+            md,
+            "**Conditions swept:** {}; `POLICY@dN` is a policy under condition N: stores made slow by a proxy \
+             between the writer and the server (a condition, not a fault: the rounds are judged by the same gates).\n",
+            each.join(", ")
         );
     }
     if !plan.store_delay.is_empty() {

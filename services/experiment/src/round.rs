@@ -91,7 +91,7 @@ pub enum RoundError {
 }
 
 pub fn dir_name(slot: &Slot) -> String {
-    format!("{:02}-{}-{}", slot.index, slot.policy, slot.point)
+    format!("{:02}-{}-{}", slot.index, crate::plan::Plan::label(slot), slot.point)
 }
 
 /// Runs one round into `dir`. Only an unusable folder, k6 or sampler is an error; anything the
@@ -110,7 +110,7 @@ pub async fn run(ctx: &Ctx, slot: &Slot, dir: &Path) -> Result<RoundRecord, Roun
     for (name, pid) in &ctx.servers {
         sampler.add_proc(name, *pid);
     }
-    let conditions = match ctx.plan.store_delays() {
+    let conditions = match ctx.plan.delays_of(slot) {
         Ok(d) => crate::condition::Conditions::start(&d).await.map_err(|e| e.to_string()),
         Err(e) => Err(e.to_string()),
     };
@@ -158,7 +158,8 @@ async fn steps(
     };
     writer_args.extend(ctx.plan.writer_args.iter().cloned());
     rec.writer_args = writer_args.clone();
-    let mut writer = match start_writer(ctx, dir, t0, sampler, &writer_args, condition_env, "writer.log").await {
+    let cmd = WriterCmd { args: &writer_args, env: condition_env };
+    let mut writer = match start_writer(ctx, dir, t0, sampler, &cmd, "writer.log").await {
         Ok((s, r)) => {
             rec.writer = Some(r);
             s
@@ -218,10 +219,8 @@ async fn steps(
         point: slot.point,
         run_id: format!("{}r{:02}", ctx.tag, slot.index),
     };
-    let (k6_run, fault) = tokio::join!(
-        k6::run(&job, t0, sampler),
-        fault(ctx, dir, t0, sampler, slot.fault, writer.pid, &writer_args, condition_env)
-    );
+    let (k6_run, fault) =
+        tokio::join!(k6::run(&job, t0, sampler), fault(ctx, dir, t0, sampler, slot.fault, writer.pid, &cmd));
     rec.k6 = Some(k6_run?);
     if let Some((f, new_writer)) = fault {
         rec.fault = Some(f);
@@ -248,16 +247,23 @@ async fn steps(
     Ok((Some(writer), Some(ingest)))
 }
 
+/// How a round's writer is started: the policy's flags, and the condition's environment (the
+/// store links through the slow-store proxies).
+struct WriterCmd<'a> {
+    args: &'a [String],
+    env: &'a [(String, String)],
+}
+
 async fn start_writer(
     ctx: &Ctx,
     dir: &Path,
     t0: Instant,
     sampler: &Sampler,
-    args: &[String],
-    condition_env: &[(String, String)],
+    cmd: &WriterCmd<'_>,
     log: &str,
 ) -> Result<(Service, ProcRecord), procs::ProcError> {
-    let mut env = condition_env.to_vec();
+    let args = cmd.args;
+    let mut env = cmd.env.to_vec();
     env.push(("WRITER_METRICS_ADDR".to_string(), ctx.writer_addr.clone()));
     let base = format!("http://{}", ctx.writer_addr);
     let bin = ctx.bins.join("writer");
@@ -289,8 +295,7 @@ async fn fault(
     sampler: &Sampler,
     kind: Option<FaultKind>,
     writer_pid: u32,
-    writer_args: &[String],
-    condition_env: &[(String, String)],
+    writer: &WriterCmd<'_>,
 ) -> Option<(FaultRecord, Option<Service>)> {
     let kind = kind?;
     // Called as k6 starts: `at_s` counts from now.
@@ -303,7 +308,7 @@ async fn fault(
     if kind == FaultKind::RestartWriter {
         // Give the kernel a moment to release the metrics port of the killed process.
         tokio::time::sleep(Duration::from_millis(500)).await;
-        match start_writer(ctx, dir, t0, sampler, writer_args, condition_env, "writer-restarted.log").await {
+        match start_writer(ctx, dir, t0, sampler, writer, "writer-restarted.log").await {
             Ok((s, r)) => {
                 detail.push_str(&format!("; restarted as pid {}", r.pid));
                 new = Some(s);

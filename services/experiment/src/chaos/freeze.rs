@@ -38,7 +38,8 @@ impl Target {
     fn send(&self, sig: Signal) -> bool {
         match self {
             Target::Group(g) => killpg(Pid::from_raw(*g), sig).is_ok(),
-            Target::Pids(p) => p.iter().fold(true, |ok, pid| kill(Pid::from_raw(*pid), sig).is_ok() && ok),
+            // Every pid is signalled, even after one fails.
+            Target::Pids(p) => p.iter().filter(|pid| kill(Pid::from_raw(**pid), sig).is_err()).count() == 0,
         }
     }
 

@@ -71,7 +71,7 @@ impl Corpus {
         let id = self.id(tag);
         let head = json!({"id": id, "sender": "poison-sender", "recipient": "poison-recipient", "sent_at": SENT_AT})
             .to_string();
-        let mut body = head[..head.len() - 1].as_bytes().to_vec();
+        let mut body = head.as_bytes()[..head.len() - 1].to_vec();
         body.extend_from_slice(b", \"body\": ");
         body.extend_from_slice(body_json);
         body.push(b'}');

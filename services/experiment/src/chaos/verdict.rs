@@ -411,7 +411,7 @@ mod tests {
         std::fs::write(dir.join("reconcile.json"), lossy.to_string()).expect("write");
         let row = super::row(&dir, &rec);
         assert_eq!((row.verdict.as_str(), row.lost), ("NOT EXACT", Some(2)));
-        assert!(!all_passed(&[row.clone()]));
+        assert!(!all_passed(std::slice::from_ref(&row)));
         assert!(table(&[row]).contains("2 (redis 2)"));
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -43,8 +43,7 @@ impl Conditions {
     }
 
     pub fn stop(mut self) -> Vec<ProxyStats> {
-        let stats = std::mem::take(&mut self.proxies).into_iter().map(Proxy::stop).collect();
-        stats
+        std::mem::take(&mut self.proxies).into_iter().map(Proxy::stop).collect()
     }
 }
 

@@ -25,7 +25,7 @@ pub fn render_all(dir: &Path, ev: &crate::evidence::Evidence, views: &[RoundView
     }
     run("latency.png", &|p| latency(p, ev, views))?;
     run("cpu.png", &|p| cpu(p, ev, views))?;
-    for (i, policy) in ev.plan.policies.iter().enumerate() {
+    for (i, policy) in ev.plan.labels().iter().enumerate() {
         let name = format!("pool-{policy}.png");
         if let Some(r) = crate::timeline_chart::representative(ev, views, policy) {
             run(&name, &|p| crate::timeline_chart::pools(p, ev, r, policy, i))?;
@@ -57,8 +57,8 @@ fn throughput(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) 
         .label_style((FONT, 18))
         .axis_desc_style((FONT, 20))
         .draw()?;
-    let n = ev.plan.policies.len() as f64;
-    for (i, policy) in ev.plan.policies.iter().enumerate() {
+    let n = ev.plan.labels().len() as f64;
+    for (i, policy) in ev.plan.labels().iter().enumerate() {
         let c = colour(i);
         let dx = (i as f64 - (n - 1.0) / 2.0) * 0.06;
         let pts: Vec<(f64, f64, bool)> = views
@@ -262,7 +262,7 @@ fn gradient(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView], p9
     if !p99 {
         chart.draw_series(DashedLineSeries::new(vec![(0.0, 0.0), (xmax, xmax)], 10, 6, BLACK.stroke_width(1)))?;
     }
-    for (i, policy) in ev.plan.policies.iter().enumerate() {
+    for (i, policy) in ev.plan.labels().iter().enumerate() {
         let c = colour(i);
         let mine: Vec<&RoundView> = views.iter().filter(|v| &v.slot.policy == policy).collect();
         let mut line: Vec<(f64, f64)> = ev

@@ -261,6 +261,15 @@ impl Plan {
         }
     }
 
+    /// The names the report groups rounds by, in plan order: the policies, or under a condition
+    /// sweep each policy under each condition (`C@d1`, `C-adaptive@d1`, ..., `C@d2`, ...).
+    pub fn labels(&self) -> Vec<String> {
+        if self.conditions.is_empty() {
+            return self.policies.clone();
+        }
+        (1..=self.conditions.len()).flat_map(|n| self.policies.iter().map(move |p| format!("{p}@d{n}"))).collect()
+    }
+
     /// How the report names a round's policy: `C`, or `C@d2` under the second swept condition.
     pub fn label(slot: &Slot) -> String {
         match slot.condition {

@@ -67,7 +67,7 @@ fn med_range(values: &[f64], digits: usize) -> String {
 pub fn cells(ev: &Evidence, views: &[RoundView]) -> Vec<(String, u32)> {
     let mut out = Vec::new();
     for &point in &ev.plan.points() {
-        for p in &ev.plan.policies {
+        for p in &ev.plan.labels() {
             out.push((p.clone(), point));
         }
     }
@@ -314,7 +314,7 @@ fn pool_table(md: &mut String, ev: &Evidence, views: &[RoundView]) {
 fn gradient(md: &mut String, ev: &Evidence, views: &[RoundView]) {
     let _ = writeln!(md, "## Gradient: the knee (highest rate at which every round passed every gate)\n");
     let mut knees: BTreeMap<String, Option<u32>> = BTreeMap::new();
-    for p in &ev.plan.policies {
+    for p in &ev.plan.labels() {
         let knee = ev
             .plan
             .rates

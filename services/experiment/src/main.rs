@@ -76,11 +76,33 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    let outcome = match cli.cmd {
-        Some(Cmd::Report { dir, font }) => write_report(&dir, font.as_deref()).map_err(run::RunError::Other),
-        Some(Cmd::Run(args)) => run::run(&args).await.map(|(_, ok)| ok),
-        Some(Cmd::Chaos(args)) => chaos::run(&args).await,
-        None => run::run(&cli.run).await.map(|(_, ok)| ok),
+    let work = async {
+        match cli.cmd {
+            Some(Cmd::Report { dir, font }) => write_report(&dir, font.as_deref()).map_err(run::RunError::Other),
+            Some(Cmd::Run(args)) => run::run(&args).await.map(|(_, ok)| ok),
+            Some(Cmd::Chaos(args)) => chaos::run(&args).await,
+            None => run::run(&cli.run).await.map(|(_, ok)| ok),
+        }
+    };
+    // On SIGINT or SIGTERM the run is dropped, not abandoned: every process it started is
+    // killed (kill_on_drop) and every server a chaos scenario froze is sent SIGCONT (its drop).
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("experiment: cannot watch SIGTERM: {e}");
+            return ExitCode::from(CANNOT_RUN);
+        }
+    };
+    let outcome = tokio::select! {
+        o = work => o,
+        _ = tokio::signal::ctrl_c() => {
+            eprintln!("experiment: interrupted (SIGINT); the processes it started are stopped");
+            return ExitCode::from(130);
+        }
+        _ = term.recv() => {
+            eprintln!("experiment: terminated (SIGTERM); the processes it started are stopped");
+            return ExitCode::from(143);
+        }
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

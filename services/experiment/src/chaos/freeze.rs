@@ -43,11 +43,12 @@ impl Target {
         }
     }
 
-    /// The `kill` arguments that reach the same processes, for the watchdog.
-    fn kill_args(&self) -> String {
+    /// The `kill` arguments that send SIGCONT to the same processes, for the watchdog. In the
+    /// form every `sh` takes: dash refuses `kill -CONT -- -PGID` ("Illegal number").
+    fn cont_args(&self) -> String {
         match self {
-            Target::Group(g) => format!("-- -{g}"),
-            Target::Pids(p) => p.iter().map(i32::to_string).collect::<Vec<_>>().join(" "),
+            Target::Group(g) => format!("-s CONT -- -{g}"),
+            Target::Pids(p) => format!("-s CONT {}", p.iter().map(i32::to_string).collect::<Vec<_>>().join(" ")),
         }
     }
 
@@ -69,7 +70,7 @@ pub struct Frozen {
 impl Frozen {
     /// SIGSTOPs `target`, with a watchdog that sends SIGCONT after `longest` in any case.
     pub fn freeze(target: Target, longest: Duration) -> Result<Frozen, String> {
-        let script = format!("sleep {}; kill -CONT {} 2>/dev/null", longest.as_secs().max(1), target.kill_args());
+        let script = format!("sleep {}; kill {} 2>/dev/null", longest.as_secs().max(1), target.cont_args());
         let watchdog = Command::new("setsid")
             .args(["sh", "-c", &script])
             .stdin(Stdio::null())
@@ -131,5 +132,32 @@ mod tests {
         assert_ne!(state(), 'T');
         let _ = child.kill();
         let _ = child.wait();
+    }
+
+    /// The watchdog alone thaws a frozen process group (the runner SIGKILLed: no drop runs).
+    #[test]
+    fn the_watchdog_thaws_a_process_group_by_itself() {
+        // setsid makes the sleep a group leader, as scripts/stack starts the servers.
+        let mut child = Command::new("setsid").args(["sleep", "30"]).spawn().expect("setsid sleep");
+        std::thread::sleep(Duration::from_millis(200));
+        let pid = child.id();
+        let state = || procfs::process::Process::new(pid as i32).and_then(|p| p.stat()).map(|s| s.state).unwrap_or('?');
+        let target = Target::of(pid).expect("a live process");
+        assert!(matches!(target, Target::Group(g) if g == pid as i32), "{target:?}");
+        let frozen = Frozen::freeze(target, Duration::from_secs(1)).expect("freeze");
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(state(), 'T');
+        std::mem::forget(frozen);
+        for _ in 0..50 {
+            if state() != 'T' {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let thawed = state() != 'T';
+        let _ = kill(Pid::from_raw(pid as i32), Signal::SIGCONT);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(thawed, "the watchdog sent no SIGCONT within 5 s");
     }
 }

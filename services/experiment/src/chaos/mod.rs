@@ -175,10 +175,10 @@ impl Drop for TempDir {
     }
 }
 
-/// Copies the binaries into a private folder, with their checksums as evidence.
+/// Copies the binaries into a private folder (made by mkdtemp: a name nobody could prepare).
 fn tempdir(bins: &std::path::Path) -> anyhow::Result<TempDir> {
-    let path = std::env::temp_dir().join(format!("chaos-bin-{}", std::process::id()));
-    std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
+    let path =
+        nix::unistd::mkdtemp(&std::env::temp_dir().join("chaos-bin.XXXXXX")).context("creating a private folder")?;
     let dir = TempDir { path };
     for b in ["ingest", "writer", "reconcile"] {
         std::fs::copy(bins.join(b), dir.path.join(b)).with_context(|| format!("copying {}", bins.join(b).display()))?;

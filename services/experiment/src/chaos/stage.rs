@@ -350,8 +350,14 @@ impl<'a> Stage<'a> {
         let tags: Vec<String> = self.k6.keys().cloned().collect();
         for tag in tags {
             if self.aborted {
+                // SIGINT first: k6 then writes its summary and id log, evidence of the abort.
                 if let Some(mut c) = self.k6.remove(&tag) {
-                    let _ = c.kill().await;
+                    if let Some(pid) = c.id() {
+                        procs::signal(pid, nix::sys::signal::Signal::SIGINT);
+                    }
+                    if tokio::time::timeout(Duration::from_secs(20), c.wait()).await.is_err() {
+                        let _ = c.kill().await;
+                    }
                 }
             } else {
                 let _ = self.k6_wait(&tag).await;

@@ -27,9 +27,8 @@ impl Conditions {
             return Ok(c);
         }
         // A URL read from a file is rewritten into a file of its own, never into the environment.
-        let dir = std::env::temp_dir().join(format!("experiment-conditions-{}", std::process::id()));
-        std::fs::create_dir_all(&dir)?;
-        std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+        // mkdtemp: mode 0700 and a name nobody could prepare in advance.
+        let dir = nix::unistd::mkdtemp(&std::env::temp_dir().join("experiment-conditions.XXXXXX"))?;
         c.secret_dir = Some(dir.clone());
         let mut args = StoreArgs::from_env();
         for d in delays {

@@ -4,7 +4,8 @@
 //!
 //! What it delays is each chunk the writer sends (one read from the socket: a request, or a
 //! part of a large one); chunks of one connection keep their order, so a request in several
-//! chunks is delayed once, not once per chunk. Answers come back undelayed: the round trip
+//! chunks is delayed once, not once per chunk. The rate cap, though, counts chunks: a large
+//! request (an Elasticsearch bulk of several reads) takes several of its slots. Answers come back undelayed: the round trip
 //! grows by the condition's delay. "In flight" is the number of chunks held back across all
 //! connections to the store: with `+PER*inflight` each new chunk waits longer the more there
 //! are, as requests do in front of a saturated server.
@@ -111,7 +112,17 @@ impl Proxy {
         let s = shaper.clone();
         tasks.spawn(async move {
             let mut conns = JoinSet::new();
-            while let Ok((client, _)) = listener.accept().await {
+            loop {
+                // An accept error (too many open files, an aborted handshake) must not end the
+                // proxy and with it every connection through it: wait a moment and go on.
+                let client = match listener.accept().await {
+                    Ok((c, _)) => c,
+                    Err(e) => {
+                        tracing::warn!("store delay proxy: accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
                 s.n.connections.fetch_add(1, Ordering::Relaxed);
                 let (s, up) = (s.clone(), upstream.clone());
                 conns.spawn(async move {
@@ -161,6 +172,11 @@ async fn serve(s: Arc<Shaper>, client: TcpStream, server: TcpStream) {
                 break;
             }
         }
+        // Chunks still held when the server's side closed are no longer in flight.
+        rx.close();
+        while rx.recv().await.is_some() {
+            shaper.n.inflight.fetch_sub(1, Ordering::Relaxed);
+        }
         let _ = sw.shutdown().await;
     };
     let read = async move {
@@ -183,6 +199,7 @@ async fn serve(s: Arc<Shaper>, client: TcpStream, server: TcpStream) {
                 Ordering::Relaxed,
             );
             if tx.send((at, buf[..n].to_vec())).await.is_err() {
+                s.n.inflight.fetch_sub(1, Ordering::Relaxed);
                 break;
             }
         }

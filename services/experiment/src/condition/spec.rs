@@ -2,7 +2,8 @@
 //! `es=20ms±5ms`, `mongo=10ms+2ms*inflight`, `mysql=1ms@500/s` (`+-` for `±`). BASE is added to
 //! every request, JITTER spreads it uniformly over ±JITTER, PER grows it with every request
 //! already held back for that store (as a saturated server's queue does), RATE caps the requests
-//! per second that reach the server.
+//! per second that reach the server (counted in the proxy's chunks: a request larger than one
+//! read of 64 KiB counts more than once, see `proxy.rs`).
 
 use pipeline_stores::StoreKind;
 use std::time::Duration;

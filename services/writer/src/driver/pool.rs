@@ -202,13 +202,20 @@ impl Pool {
         self.0.m.limit.set(limit as f64);
         let mut st = self.state();
         st.limit = Some(limit);
+        let mut moved = false;
         while st.active < limit {
             let Some(job) = st.queue.pop_front() else { break };
             st.queue_bytes -= job.bytes;
             self.start_worker(&mut st, job);
+            moved = true;
         }
         self.0.m.queue_depth.set(st.queue.len() as f64);
         self.0.m.queue_bytes.set(st.queue_bytes as f64);
+        drop(st);
+        if moved {
+            // The queue has room again: a blocked submitter may go on.
+            self.0.room.notify_waiters();
+        }
     }
 
     /// Counts a new worker in and spawns it with its first job.

@@ -6,7 +6,6 @@ use crate::plan::{LoadKind, Plan};
 use crate::sampler::Sampler;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, thiserror::Error)]
@@ -87,18 +86,10 @@ pub fn spawn(
     env: &[(String, String)],
     log: &Path,
 ) -> Result<tokio::process::Child, K6Error> {
-    let out = std::fs::File::create(log).map_err(|e| K6Error::Log(log.display().to_string(), e))?;
-    let err = out.try_clone().map_err(|e| K6Error::Log(log.display().to_string(), e))?;
-    tokio::process::Command::new(k6)
-        .args(["run", "-q", script])
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .current_dir(root)
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| K6Error::Spawn(k6.display().to_string(), e))
+    let mut cmd = tokio::process::Command::new(k6);
+    cmd.args(["run", "-q", script]).envs(env.iter().map(|(k, v)| (k, v))).current_dir(root);
+    crate::procs::logged(&mut cmd, log).map_err(|e| K6Error::Log(log.display().to_string(), e))?;
+    cmd.spawn().map_err(|e| K6Error::Spawn(k6.display().to_string(), e))
 }
 
 /// Runs k6 to its end; its pid is sampled meanwhile as `k6`.

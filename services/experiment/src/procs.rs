@@ -52,25 +52,26 @@ pub struct Launch<'a> {
     pub timeout: Duration,
 }
 
+/// Sets `cmd` up as every process the experiment starts: no stdin, stdout and stderr appended to
+/// `log` (a restarted process, a chaos scenario's writer, keeps one log), killed if dropped (an
+/// interrupted run leaves nothing behind).
+pub fn logged(cmd: &mut Command, log: &Path) -> std::io::Result<()> {
+    let out = std::fs::File::options().create(true).append(true).open(log)?;
+    let err = out.try_clone()?;
+    cmd.stdin(Stdio::null()).stdout(out).stderr(err).kill_on_drop(true);
+    Ok(())
+}
+
 /// Starts `bin args` with stdout and stderr in `log`, then waits until `base+ready` answers 200.
 pub async fn start(http: &reqwest::Client, launch: Launch<'_>) -> Result<Service, ProcError> {
     let Launch { name, bin, args, env, log, base, ready, timeout } = launch;
     if get_ok(http, &format!("{base}/healthz")).await {
         return Err(ProcError::PortTaken(format!("{base}/healthz")));
     }
-    // Appended to: a restarted process (a chaos scenario's writer) keeps one log.
-    let out =
-        std::fs::File::options().create(true).append(true).open(log).map_err(|e| ProcError::Spawn(name.into(), e))?;
-    let err = out.try_clone().map_err(|e| ProcError::Spawn(name.into(), e))?;
-    let mut child = Command::new(bin)
-        .args(args)
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| ProcError::Spawn(format!("{name} ({})", bin.display()), e))?;
+    let mut cmd = Command::new(bin);
+    cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
+    logged(&mut cmd, log).map_err(|e| ProcError::Spawn(name.into(), e))?;
+    let mut child = cmd.spawn().map_err(|e| ProcError::Spawn(format!("{name} ({})", bin.display()), e))?;
     let pid = child.id().unwrap_or(0);
     let url = format!("{base}{ready}");
     let deadline = Instant::now() + timeout;
@@ -161,7 +162,7 @@ impl Service {
         Ok(())
     }
 
-    /// Still running (not exited, or exited and not yet reaped: `None` either way).
+    /// Its exit status once it has exited on its own; `None` while it runs.
     pub fn exited(&mut self) -> Option<ExitStatus> {
         self.child.try_wait().ok().flatten()
     }

@@ -55,7 +55,7 @@ pub async fn reconcile(stage: &mut Stage<'_>) -> Option<i32> {
     }
     let summary = serde_json::json!({"accepted": acc.len(), "uncertain": unc.len(), "refused": refused.len(), "k6_runs": summaries});
     let _ = std::fs::write(dir.join("expected.json"), summary.to_string());
-    let drain = "180";
+    let drain = super::stage::DRAIN_S;
     if summaries.len() == 1 && !poison {
         let s = dir.join(&summaries[0]).display().to_string();
         stage.reconcile(&["--drain-timeout", drain, "count", "--expect-from", &s], "reconcile").await

@@ -112,8 +112,8 @@ pub async fn run(args: &ChaosArgs) -> Result<bool, crate::run::RunError> {
     )
     .context("writing command.txt")?;
     let _lock = crate::run::lock_for(&args.common)?;
-    let bins = crate::run::prepare(&args.common, &root, &["ingest", "writer", "reconcile"])?;
-    let private = tempdir(&bins)?;
+    let bins = crate::run::prepare(&args.common, &root, &BINARIES)?;
+    let private = private_copy(&bins)?;
     let k6 = crate::paths::k6(args.common.k6.as_deref()).map_err(anyhow::Error::from)?;
     let http = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().context("HTTP client")?;
     for port in std::iter::once(args.ingest_port).chain(args.writer_ports.iter().copied()) {
@@ -127,7 +127,7 @@ pub async fn run(args: &ChaosArgs) -> Result<bool, crate::run::RunError> {
         .context("the chaos namespace in every store")?;
     let set = Setting {
         root,
-        bins: private.path.clone(),
+        bins: private.path().to_path_buf(),
         k6,
         http,
         out: out.clone(),
@@ -164,24 +164,15 @@ pub async fn run(args: &ChaosArgs) -> Result<bool, crate::run::RunError> {
     Ok(verdict::all_passed(&rows))
 }
 
-/// A folder removed when dropped.
-struct TempDir {
-    path: PathBuf,
-}
+/// The binaries a chaos run starts.
+const BINARIES: [&str; 3] = ["ingest", "writer", "reconcile"];
 
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-    }
-}
-
-/// Copies the binaries into a private folder (made by mkdtemp: a name nobody could prepare).
-fn tempdir(bins: &std::path::Path) -> anyhow::Result<TempDir> {
-    let path =
-        nix::unistd::mkdtemp(&std::env::temp_dir().join("chaos-bin.XXXXXX")).context("creating a private folder")?;
-    let dir = TempDir { path };
-    for b in ["ingest", "writer", "reconcile"] {
-        std::fs::copy(bins.join(b), dir.path.join(b)).with_context(|| format!("copying {}", bins.join(b).display()))?;
+/// Copies the binaries into a private folder, removed when the run ends.
+fn private_copy(bins: &std::path::Path) -> anyhow::Result<tempfile::TempDir> {
+    let dir = tempfile::Builder::new().prefix("chaos-bin.").tempdir().context("creating a private folder")?;
+    for b in BINARIES {
+        std::fs::copy(bins.join(b), dir.path().join(b))
+            .with_context(|| format!("copying {}", bins.join(b).display()))?;
     }
     Ok(dir)
 }

@@ -36,6 +36,11 @@ const FAMILIES: [&str; 11] = [
     "pipeline_process_info",
 ];
 
+/// Seconds since the epoch: the clock of the samples, and of the events they are set against.
+pub fn now() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
 /// One sample. A sample whose broker calls failed has no offsets (`error` says why).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Sample {
@@ -100,9 +105,9 @@ impl Monitor {
         Ok(Monitor { stop, task, samples })
     }
 
-    /// The samples so far.
+    /// The samples so far that carry offsets (as [`super::verdict::load_samples`] reads them back).
     pub fn samples(&self) -> Vec<Sample> {
-        self.samples.lock().map(|v| v.clone()).unwrap_or_default()
+        self.samples.lock().map(|v| v.iter().filter(|s| s.has_offsets()).cloned().collect()).unwrap_or_default()
     }
 
     pub async fn stop(self) {
@@ -112,7 +117,7 @@ impl Monitor {
 }
 
 async fn sample(probe: &Arc<GroupProbe>, http: &reqwest::Client, writers: &[u16]) -> Sample {
-    let t = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+    let t = now();
     let mut s = Sample { t: (t * 1000.0).round() / 1000.0, ..Sample::default() };
     let p = probe.clone();
     match tokio::task::spawn_blocking(move || p.sample().map_err(|e| e.to_string())).await {

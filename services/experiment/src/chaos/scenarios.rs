@@ -3,7 +3,7 @@
 
 use super::catalogue::Scenario;
 use super::freeze::{Frozen, Target};
-use super::stage::{nap, Abort, Stage, Step};
+use super::stage::{nap, Abort, Stage, Step, DRAIN_S};
 use super::verdict::{EventKind, Progress};
 use pipeline_stores::StoreKind;
 use std::time::Duration;
@@ -55,12 +55,7 @@ async fn rebalance(st: &mut Stage<'_>) -> Step {
     st.start_ingest().await?;
     let vars = [("VUS", z.backlog_vus.to_string()), ("BATCH", "100".to_string())];
     st.k6_start("backlog", "k6/batch.js", z.backlog_s, &vars)?;
-    st.k6_wait("backlog").await?;
-    let backlog = std::fs::read_to_string(st.dir.join("k6-backlog.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .map(|s| s["accepted"].to_string())
-        .unwrap_or_else(|| "?".into());
+    let backlog = st.k6_wait("backlog").await?["accepted"].to_string();
     st.record.faults = format!("backlog {backlog}; w1+w2; w3 join/leave ×{}; SIGKILL w1, restart +{delay}s", z.joins);
     st.open_loop("live", z.rebalance_live_s, z.rate / 2)?;
     st.start_writer("w1", 0).await?;
@@ -205,12 +200,8 @@ impl Stage<'_> {
     /// A wipe's repair: reconcile must first see the loss (else the scenario proved nothing),
     /// then `reconcile repair` rebuilds the store, and a second repair has nothing to do.
     pub async fn repair_store(&mut self, store: StoreKind) {
-        let summary = self.dir.join("k6-load.json").display().to_string();
-        let code =
-            self.reconcile(&["--drain-timeout", "180", "count", "--expect-from", &summary], "before-repair").await;
-        let lost = super::verdict::last_json(&self.dir.join("before-repair.json"))
-            .and_then(|v| v["classes"][format!("missing from {store}")]["total"].as_u64())
-            .unwrap_or(0);
+        let (code, before) = self.count_load("before-repair").await;
+        let lost = before["classes"][format!("missing from {store}")]["total"].as_u64().unwrap_or(0);
         let seen = code == Some(1) && lost > 0;
         let detail = format!("reconcile exit {code:?}, {lost} missing from {store} (see before-repair.json)");
         self.check(
@@ -219,13 +210,12 @@ impl Stage<'_> {
             if seen { "" } else { &detail },
         );
         let name = store.name();
-        let code = self.reconcile(&["--drain-timeout", "180", "repair", "--stores", name], "repair").await;
-        let msg = super::verdict::last_json(&self.dir.join("repair.json"))
-            .and_then(|v| v["message"].as_str().map(str::to_string));
+        let (code, repair) =
+            self.reconcile_json(&["--drain-timeout", DRAIN_S, "repair", "--stores", name], "repair").await;
         self.check(
             code == Some(0),
             &format!("reconcile repair --stores {store} exits 0"),
-            &format!("exit {code:?}: {}", msg.unwrap_or_default()),
+            &format!("exit {code:?}: {}", repair["message"].as_str().unwrap_or_default()),
         );
         let again = self.reconcile(&["repair", "--stores", name, "--dry-run"], "repair-again").await;
         self.check(again == Some(0), "a second repair has nothing to do", &format!("exit {again:?}"));
@@ -245,10 +235,9 @@ async fn dlq_replay(st: &mut Stage<'_>) -> Step {
         return Err(st.abort(format!("could not widen MySQL's sender column: {e}")));
     }
     result?;
-    let code = st.reconcile(&["dlq", "replay"], "replay").await;
-    let msg =
-        super::verdict::last_json(&st.dir.join("replay.json")).and_then(|v| v["message"].as_str().map(str::to_string));
-    st.check(code == Some(0), "reconcile dlq replay exits 0", &format!("exit {code:?}: {}", msg.unwrap_or_default()));
+    let (code, replay) = st.reconcile_json(&["dlq", "replay"], "replay").await;
+    let msg = replay["message"].as_str().unwrap_or_default();
+    st.check(code == Some(0), "reconcile dlq replay exits 0", &format!("exit {code:?}: {msg}"));
     st.event(EventKind::FaultEnd, "replayed", Some(Progress::Consume));
     Ok(())
 }
@@ -259,11 +248,8 @@ async fn dlq_replay_steps(st: &mut Stage<'_>, z: super::catalogue::Sizes) -> Ste
     st.record.faults = "MySQL sender VARCHAR(6) (refuses most k6 senders); widened; reconcile dlq replay".into();
     st.open_loop("load", z.pre_s + z.post_s, z.rate)?;
     st.k6_wait("load").await?;
-    let summary = st.dir.join("k6-load.json").display().to_string();
-    let code = st.reconcile(&["--drain-timeout", "180", "count", "--expect-from", &summary], "before-replay").await;
-    let dead = super::verdict::last_json(&st.dir.join("before-replay.json"))
-        .and_then(|v| v["classes"]["dead-lettered (accepted)"]["total"].as_u64())
-        .unwrap_or(0);
+    let (code, before) = st.count_load("before-replay").await;
+    let dead = before["classes"]["dead-lettered (accepted)"]["total"].as_u64().unwrap_or(0);
     let seen = code == Some(1) && dead > 0;
     st.check(
         seen,

@@ -4,7 +4,7 @@
 //! the load, reconciles, checks that nothing crashed and that the writers exit 0 on SIGTERM, and
 //! writes the row.
 
-use super::monitor::Monitor;
+use super::monitor::{now, Monitor};
 use super::verdict::{self, Check, Event, EventKind, Progress, Record, Row};
 use super::Setting;
 use crate::procs::{self, Launch, ProcError, Service};
@@ -12,7 +12,7 @@ use pipeline_common::config::KafkaArgs;
 use pipeline_stores::StoreKind;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::process::Child;
 use tracing::{info, warn};
 
@@ -28,9 +28,8 @@ impl std::fmt::Display for Abort {
 
 pub type Step = Result<(), Abort>;
 
-pub fn now() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
-}
+/// Longest wait for the pipeline to drain before one of the scenario's reconciles gives up.
+pub const DRAIN_S: &str = "180";
 
 /// A pause that an interrupt of the whole run cuts short (the run's future is dropped).
 pub async fn nap(secs: u64) {
@@ -44,7 +43,7 @@ pub struct Stage<'a> {
     /// What every process of the scenario gets: the namespace's stores, topic, group, DLQ.
     pub child_env: Vec<(String, String)>,
     pub ingest_url: String,
-    writers: BTreeMap<String, (Service, u16)>,
+    writers: BTreeMap<String, Service>,
     ingest: Option<Service>,
     k6: BTreeMap<String, Child>,
     monitor: Option<Monitor>,
@@ -88,10 +87,8 @@ impl<'a> Stage<'a> {
             repair: None,
             last_event: now(),
         };
-        let started = stage.setup().await;
-        if let Err(Abort(why)) = &started {
-            stage.check(false, "scenario set up", why);
-            stage.aborted = true;
+        if let Err(Abort(why)) = stage.setup().await {
+            stage.abort(why);
         }
         Ok(stage)
     }
@@ -182,19 +179,13 @@ impl<'a> Stage<'a> {
             };
             match procs::start(&self.set.http, launch).await {
                 Ok(s) => {
-                    self.writers.insert(name.into(), (s, port));
+                    self.writers.insert(name.into(), s);
                     return Ok(());
                 }
                 Err(ProcError::Exited(_, status, _)) => {
                     let err = std::fs::read_to_string(&log).unwrap_or_default();
-                    let first: String = err
-                        .lines()
-                        .filter(|l| l.contains("Error"))
-                        .take(1)
-                        .collect::<String>()
-                        .chars()
-                        .take(200)
-                        .collect();
+                    let first: String =
+                        err.lines().find(|l| l.contains("Error")).unwrap_or("").chars().take(200).collect();
                     self.note(format!(
                         "{name} exited ({status}) before answering /healthz (start {attempt} of 3): {first}"
                     ));
@@ -233,33 +224,37 @@ impl<'a> Stage<'a> {
 
     /// SIGKILL a writer (the fault): it must have been alive until then.
     pub async fn kill_writer(&mut self, name: &str) {
-        if let Some((s, _)) = self.writers.remove(name) {
-            if let Err(st) = s.kill().await {
-                self.check(
-                    false,
-                    &format!("{name} alive until it is killed"),
-                    &format!("it had exited ({st}) on its own: see {name}.log"),
-                );
-            }
+        let s = self.writers.remove(name);
+        self.kill(name, s).await;
+    }
+
+    /// SIGKILL the ingest (the fault): it must have been alive until then.
+    pub async fn kill_ingest(&mut self) {
+        let s = self.ingest.take();
+        self.kill("ingest", s).await;
+    }
+
+    async fn kill(&mut self, name: &str, service: Option<Service>) {
+        let Some(s) = service else { return };
+        if let Err(st) = s.kill().await {
+            self.check(
+                false,
+                &format!("{name} alive until it is killed"),
+                &format!("it had exited ({st}) on its own: see {name}.log"),
+            );
         }
     }
 
-    pub async fn kill_ingest(&mut self) {
-        if let Some(s) = self.ingest.take() {
-            if let Err(st) = s.kill().await {
-                self.check(
-                    false,
-                    "ingest alive until it is killed",
-                    &format!("it had exited ({st}) on its own: see ingest.log"),
-                );
-            }
-        }
+    /// Checks that `name` is still running at the end of the scenario.
+    fn check_alive(&mut self, name: &str, exited: Option<std::process::ExitStatus>) {
+        let detail = exited.map(|st| format!("it exited ({st}) on its own: see {name}.log")).unwrap_or_default();
+        self.check(exited.is_none(), &format!("{name} alive at the end"), &detail);
     }
 
     /// SIGTERM a writer and wait (a leave): true when it exited 0.
     pub async fn stop_writer(&mut self, name: &str) -> (bool, String) {
         match self.writers.remove(name) {
-            Some((s, _)) => {
+            Some(s) => {
                 let how = s.stop(Duration::from_secs(45)).await;
                 (how.clean(), how.to_string())
             }
@@ -270,7 +265,7 @@ impl<'a> Stage<'a> {
     /// The boot id of the first writer and of the ingest.
     pub async fn boot_ids(&self) -> (Option<String>, Option<String>) {
         let w = match self.writers.values().next() {
-            Some((s, _)) => procs::boot_id(&self.set.http, &s.base).await.ok(),
+            Some(s) => procs::boot_id(&self.set.http, &s.base).await.ok(),
             None => None,
         };
         (w, procs::boot_id(&self.set.http, &self.ingest_url).await.ok())
@@ -279,7 +274,7 @@ impl<'a> Stage<'a> {
     /// `/metrics` of every running writer and the ingest, as `metrics-LABEL-NAME.txt`.
     pub async fn snapshot(&self, label: &str) {
         let mut targets: Vec<(String, String)> =
-            self.writers.iter().map(|(n, (s, _))| (n.clone(), s.base.clone())).collect();
+            self.writers.iter().map(|(n, s)| (n.clone(), s.base.clone())).collect();
         if self.ingest.is_some() {
             targets.push(("ingest".into(), self.ingest_url.clone()));
         }
@@ -316,8 +311,8 @@ impl<'a> Stage<'a> {
         self.k6_start(tag, "k6/open-loop.js", secs, &vars)
     }
 
-    /// Waits for k6 run `tag`; it must have written its summary.
-    pub async fn k6_wait(&mut self, tag: &str) -> Step {
+    /// Waits for k6 run `tag`; it must have written its summary, which is returned.
+    pub async fn k6_wait(&mut self, tag: &str) -> Result<serde_json::Value, Abort> {
         let code = match self.k6.remove(tag) {
             Some(mut c) => c.wait().await.ok().and_then(|s| s.code()),
             None => None,
@@ -336,13 +331,25 @@ impl<'a> Stage<'a> {
             s["refused"],
             s["measured"]["non_202"]
         );
-        Ok(())
+        Ok(s)
     }
 
     /// `reconcile --json ARGS` with the scenario's environment, into `OUT.json` and `OUT.log`.
     pub async fn reconcile(&self, args: &[&str], out: &str) -> Option<i32> {
         let (json, log) = (self.dir.join(format!("{out}.json")), self.dir.join(format!("{out}.log")));
         procs::reconcile(&self.set.bins, &self.child_env, args, &json, &log).await.unwrap_or(None)
+    }
+
+    /// The same, with its JSON answer (`Null` when it printed none).
+    pub async fn reconcile_json(&self, args: &[&str], out: &str) -> (Option<i32>, serde_json::Value) {
+        let code = self.reconcile(args, out).await;
+        (code, verdict::last_json(&self.dir.join(format!("{out}.json"))).unwrap_or_default())
+    }
+
+    /// `reconcile count` against the k6 run `load`, waiting for the drain, into `OUT.json`.
+    pub async fn count_load(&self, out: &str) -> (Option<i32>, serde_json::Value) {
+        let summary = self.dir.join("k6-load.json").display().to_string();
+        self.reconcile_json(&["--drain-timeout", DRAIN_S, "count", "--expect-from", &summary], out).await
     }
 
     /// Ends the scenario: the load, the reconcile, the processes' checks, the row.
@@ -374,20 +381,11 @@ impl<'a> Stage<'a> {
         self.snapshot("end").await;
         let names: Vec<String> = self.writers.keys().cloned().collect();
         for n in &names {
-            if let Some(st) = self.writers.get_mut(n).and_then(|(s, _)| s.exited()) {
-                self.check(
-                    false,
-                    &format!("{n} alive at the end"),
-                    &format!("it exited ({st}) on its own: see {n}.log"),
-                );
-            } else {
-                self.check(true, &format!("{n} alive at the end"), "");
-            }
+            let exited = self.writers.get_mut(n).and_then(Service::exited);
+            self.check_alive(n, exited);
         }
-        if let Some(st) = self.ingest.as_mut().and_then(Service::exited) {
-            self.check(false, "ingest alive at the end", &format!("it exited ({st}) on its own: see ingest.log"));
-        } else if self.ingest.is_some() {
-            self.check(true, "ingest alive at the end", "");
+        if let Some(exited) = self.ingest.as_mut().map(Service::exited) {
+            self.check_alive("ingest", exited);
         }
         if let Some(m) = self.monitor.take() {
             m.stop().await;

@@ -48,10 +48,10 @@ fn at_or_before(samples: &[Sample], t: f64) -> Option<&Sample> {
 /// Seconds after `t` until the pipeline moved again: `Produce`, the topic's high watermarks grew;
 /// `Consume`, every partition that lagged at `t` had its committed offset move or had no lag
 /// left (a partition stuck behind a dead member counts even when the others progress).
+/// `samples` are those with offsets, in time order (as the monitor and `load_samples` give them).
 pub fn recovery(samples: &[Sample], t: f64, progress: Progress) -> Option<f64> {
-    let samples: Vec<&Sample> = samples.iter().filter(|s| s.has_offsets()).collect();
-    let base = samples.iter().take_while(|s| s.t <= t).last().or(samples.first())?;
-    let later: Vec<&Sample> = samples.iter().copied().filter(|s| s.t > t).collect();
+    let base = at_or_before(samples, t)?;
+    let later: Vec<&Sample> = samples.iter().filter(|s| s.t > t).collect();
     if progress == Progress::Produce {
         let h0: i64 = base.high.iter().sum();
         return later.iter().find(|s| s.high.iter().sum::<i64>() > h0).map(|s| s.t - t);

@@ -9,47 +9,36 @@ pub mod spec;
 use pipeline_stores::StoreArgs;
 use proxy::{Proxy, ProxyStats};
 use spec::StoreDelay;
-use std::path::PathBuf;
 
 /// The proxies of one round, and the environment that points a writer through them.
 pub struct Conditions {
     proxies: Vec<Proxy>,
     /// Store flags for the writer (the redirected URLs, or files holding them).
     pub writer_env: Vec<(String, String)>,
-    secret_dir: Option<PathBuf>,
+    /// Where a URL read from a file is rewritten to (never into the environment); a private
+    /// folder, removed with the conditions.
+    _secrets: Option<tempfile::TempDir>,
 }
 
 impl Conditions {
     /// Starts one proxy per delayed store, in front of the server the environment names.
     pub async fn start(delays: &[StoreDelay]) -> anyhow::Result<Conditions> {
-        let mut c = Conditions { proxies: Vec::new(), writer_env: Vec::new(), secret_dir: None };
         if delays.is_empty() {
-            return Ok(c);
+            return Ok(Conditions { proxies: Vec::new(), writer_env: Vec::new(), _secrets: None });
         }
-        // A URL read from a file is rewritten into a file of its own, never into the environment.
-        // mkdtemp: mode 0700 and a name nobody could prepare in advance.
-        let dir = nix::unistd::mkdtemp(&std::env::temp_dir().join("experiment-conditions.XXXXXX"))?;
-        c.secret_dir = Some(dir.clone());
+        let secrets = tempfile::Builder::new().prefix("experiment-conditions.").tempdir()?;
         let mut args = StoreArgs::from_env();
+        let mut proxies = Vec::new();
         for d in delays {
-            let upstream = args.clone().redirect(d.store, "127.0.0.1:9", &dir)?;
-            let proxy = Proxy::start(*d, upstream).await?;
-            args.redirect(d.store, &proxy.listen.to_string(), &dir)?;
-            c.proxies.push(proxy);
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+            let upstream = args.redirect(d.store, &listener.local_addr()?.to_string(), secrets.path())?;
+            proxies.push(Proxy::start(*d, listener, upstream));
         }
-        c.writer_env = args.env().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-        Ok(c)
+        let writer_env = args.env().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        Ok(Conditions { proxies, writer_env, _secrets: Some(secrets) })
     }
 
-    pub fn stop(mut self) -> Vec<ProxyStats> {
-        std::mem::take(&mut self.proxies).into_iter().map(Proxy::stop).collect()
-    }
-}
-
-impl Drop for Conditions {
-    fn drop(&mut self) {
-        if let Some(d) = self.secret_dir.take() {
-            let _ = std::fs::remove_dir_all(d);
-        }
+    pub fn stop(self) -> Vec<ProxyStats> {
+        self.proxies.into_iter().map(Proxy::stop).collect()
     }
 }

@@ -12,7 +12,6 @@
 
 use super::spec::StoreDelay;
 use serde::{Deserialize, Serialize};
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -87,16 +86,13 @@ impl Shaper {
 
 /// A running proxy; dropping it stops it and every connection through it.
 pub struct Proxy {
-    pub listen: SocketAddr,
     shaper: Arc<Shaper>,
     tasks: JoinSet<()>,
 }
 
 impl Proxy {
-    /// Listens on 127.0.0.1 (a free port) and forwards to `upstream` under `spec`.
-    pub async fn start(spec: StoreDelay, upstream: String) -> std::io::Result<Proxy> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let listen = listener.local_addr()?;
+    /// Forwards what `listener` accepts to `upstream` under `spec`.
+    pub fn start(spec: StoreDelay, listener: TcpListener, upstream: String) -> Proxy {
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
@@ -133,7 +129,7 @@ impl Proxy {
                 while conns.try_join_next().is_some() {}
             }
         });
-        Ok(Proxy { listen, shaper, tasks })
+        Proxy { shaper, tasks }
     }
 
     pub fn stats(&self) -> ProxyStats {
@@ -230,8 +226,10 @@ mod tests {
             }
         });
         let spec: StoreDelay = "redis=80ms".parse().expect("spec");
-        let proxy = Proxy::start(spec, addr.to_string()).await.expect("proxy");
-        let mut c = TcpStream::connect(proxy.listen).await.expect("connect");
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the proxy");
+        let listen = listener.local_addr().expect("proxy address");
+        let proxy = Proxy::start(spec, listener, addr.to_string());
+        let mut c = TcpStream::connect(listen).await.expect("connect");
         for round in 0..3u8 {
             let t = Instant::now();
             let msg: Vec<u8> = (0..200u8).map(|b| b.wrapping_add(round)).collect();

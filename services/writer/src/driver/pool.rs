@@ -49,8 +49,16 @@ struct State {
     /// Highest queue depth and active count since start (the "queue peak / active peak" the reference experiment reported).
     peak_queue: usize,
     peak_active: usize,
-    /// An adaptive pool's limit: workers up to it run at once, before anything is queued.
-    limit: Option<usize>,
+    /// With `--pool-adaptive`: the limit of writes in flight, moved after every job; workers up
+    /// to it run at once, before anything is queued.
+    controller: Option<Controller>,
+}
+
+impl State {
+    /// An adaptive pool's limit now.
+    fn limit(&self) -> Option<usize> {
+        self.controller.as_ref().map(Controller::limit)
+    }
 }
 
 struct Metrics {
@@ -74,8 +82,6 @@ struct Inner {
     state: Mutex<State>,
     room: Notify,
     m: Metrics,
-    /// With `--pool-adaptive`: moves `State::limit` after every job.
-    controller: Option<Mutex<Controller>>,
 }
 
 /// Cheap to clone; all clones are the same pool.
@@ -110,9 +116,8 @@ impl Pool {
             job_seconds: gauge!(catalog::WRITER_POOL_JOB_SECONDS, &l),
         };
         let controller = adaptive.then(|| Controller::new(spec.core, spec.max));
-        let limit = controller.as_ref().map(Controller::limit);
-        if let Some(l) = limit {
-            m.limit.set(l as f64);
+        if let Some(c) = &controller {
+            m.limit.set(c.limit() as f64);
         }
         Pool(Arc::new(Inner {
             name: name.to_string(),
@@ -124,11 +129,10 @@ impl Pool {
                 queue_bytes: 0,
                 peak_queue: 0,
                 peak_active: 0,
-                limit,
+                controller,
             }),
             room: Notify::new(),
             m,
-            controller: controller.map(Mutex::new),
         }))
     }
 
@@ -191,31 +195,32 @@ impl Pool {
     /// Moves an adaptive pool's limit by one job's outcome, and starts workers for queued jobs
     /// when it grew.
     fn adapt(&self, took: std::time::Duration, failed: bool) {
-        let Some(controller) = &self.0.controller else { return };
-        let inflight = self.state().active;
-        let limit = {
-            let mut c = controller.lock().unwrap_or_else(|p| p.into_inner());
-            let limit = c.observe(took, inflight, failed);
-            self.0.m.job_seconds.set(c.round_trip());
-            limit
-        };
-        self.0.m.limit.set(limit as f64);
         let mut st = self.state();
-        st.limit = Some(limit);
+        let inflight = st.active;
+        let Some(c) = st.controller.as_mut() else { return };
+        let limit = c.observe(took, inflight, failed);
+        self.0.m.job_seconds.set(c.round_trip());
+        self.0.m.limit.set(limit as f64);
         let mut moved = false;
         while st.active < limit {
-            let Some(job) = st.queue.pop_front() else { break };
-            st.queue_bytes -= job.bytes;
+            let Some(job) = self.pop_queued(&mut st) else { break };
             self.start_worker(&mut st, job);
             moved = true;
         }
-        self.0.m.queue_depth.set(st.queue.len() as f64);
-        self.0.m.queue_bytes.set(st.queue_bytes as f64);
         drop(st);
         if moved {
             // The queue has room again: a blocked submitter may go on.
             self.0.room.notify_waiters();
         }
+    }
+
+    /// Takes the next queued job, if any.
+    fn pop_queued(&self, st: &mut State) -> Option<Job> {
+        let job = st.queue.pop_front()?;
+        st.queue_bytes -= job.bytes;
+        self.0.m.queue_depth.set(st.queue.len() as f64);
+        self.0.m.queue_bytes.set(st.queue_bytes as f64);
+        Some(job)
     }
 
     /// Counts a new worker in and spawns it with its first job.
@@ -239,7 +244,7 @@ impl Pool {
         let queue_full = st.queue.len() >= spec.queue
             || (st.queue_bytes + job.bytes > self.0.max_queue_bytes && !st.queue.is_empty());
         // An adaptive pool runs up to its limit before it queues; a fixed one is Java's.
-        let (core, max) = st.limit.map_or((spec.core, spec.max), |l| (l, l));
+        let (core, max) = st.limit().map_or((spec.core, spec.max), |l| (l, l));
         if st.active < core || (queue_full && st.active < max) {
             self.start_worker(&mut st, job);
             Ok(())
@@ -265,12 +270,9 @@ impl Pool {
         loop {
             self.run_contained(job).await;
             let mut st = self.state();
-            let over = st.limit.is_some_and(|l| st.active > l);
-            match if over { None } else { st.queue.pop_front() } {
+            let over = st.limit().is_some_and(|l| st.active > l);
+            match if over { None } else { self.pop_queued(&mut st) } {
                 Some(next) => {
-                    st.queue_bytes -= next.bytes;
-                    self.0.m.queue_depth.set(st.queue.len() as f64);
-                    self.0.m.queue_bytes.set(st.queue_bytes as f64);
                     drop(st);
                     self.0.room.notify_waiters();
                     job = next;

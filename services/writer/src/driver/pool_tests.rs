@@ -139,6 +139,6 @@ async fn an_adaptive_pool_runs_up_to_its_limit_and_raises_it() {
     while done.load(Ordering::SeqCst) < 403 {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    let limit = pool.state().limit.unwrap_or(0);
+    let limit = pool.state().limit().unwrap_or(0);
     assert!(limit > 2, "jobs that never slow down raised the limit: {limit}");
 }

@@ -32,6 +32,12 @@ pub enum Cmd {
     /// The chaos scenarios (kills, a rebalance, store freezes and wipes, a poison corpus, a
     /// dead-letter replay) under load, each ending in an exact reconcile; one table row each.
     Chaos(Box<crate::chaos::ChaosArgs>),
+    /// The performance figures in one go: the references (null 202, each server alone) and the
+    /// pipeline (single POSTs and batches), as one table; docs/performance.md explains it.
+    Bench(Box<crate::bench::BenchArgs>),
+    /// Two builds (or two sets of flags) against each other, alternating: the ingest alone, the
+    /// pipeline, or the writer draining a backlog; one line per run.
+    Ab(Box<crate::bench::ab::AbArgs>),
     /// Re-render report.md, verdicts.json and the charts from an evidence folder alone.
     Report {
         /// The evidence folder of a run (holds plan.toml and rounds/).
@@ -164,7 +170,8 @@ pub struct Common {
     pub lock_wait: u64,
 }
 
-fn words(s: &str) -> Vec<String> {
+/// A flag's one string of flags, split at spaces.
+pub(crate) fn words(s: &str) -> Vec<String> {
     s.split_whitespace().map(str::to_string).collect()
 }
 

@@ -2,6 +2,7 @@
 //! audit. See docs/experiment.md.
 #![forbid(unsafe_code)]
 
+mod bench;
 mod chaos;
 mod chart_style;
 mod charts;
@@ -81,6 +82,8 @@ async fn main() -> ExitCode {
             Some(Cmd::Report { dir, font }) => write_report(&dir, font.as_deref()).map_err(run::RunError::Other),
             Some(Cmd::Run(args)) => run::run(&args).await.map(|(_, ok)| ok),
             Some(Cmd::Chaos(args)) => chaos::run(&args).await,
+            Some(Cmd::Bench(args)) => bench::run(&args).await.map_err(run::RunError::Other),
+            Some(Cmd::Ab(args)) => bench::ab::run(&args).await.map_err(run::RunError::Other),
             None => run::run(&cli.run).await.map(|(_, ok)| ok),
         }
     };

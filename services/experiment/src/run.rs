@@ -53,7 +53,8 @@ fn lock(path: &Path, wait: Duration) -> anyhow::Result<File> {
     }
 }
 
-fn step(root: &Path, what: &str, cmd: &str, args: &[&str]) -> anyhow::Result<()> {
+/// Runs one preparation command in the checkout, its output on ours.
+pub(crate) fn step(root: &Path, what: &str, cmd: &str, args: &[&str]) -> anyhow::Result<()> {
     info!("{what}: {cmd} {}", args.join(" "));
     let st = Command::new(cmd).args(args).current_dir(root).status().with_context(|| format!("starting {cmd}"))?;
     if !st.success() {
@@ -100,6 +101,12 @@ pub fn prepare(common: &Common, root: &Path, bins: &[&str]) -> anyhow::Result<Pa
 
 /// Runs the plan; returns the evidence folder and whether every round was valid.
 pub async fn run(args: &RunArgs) -> Result<(PathBuf, bool), RunError> {
+    run_in(args, None).await
+}
+
+/// [`run`], inside a caller that already holds the load lock (`held`): `experiment bench` runs
+/// its references and its pipeline runs under one hold, so no other load run slips in between.
+pub async fn run_in(args: &RunArgs, held: Option<&File>) -> Result<(PathBuf, bool), RunError> {
     let common = &args.common;
     let root = crate::paths::root(common.root.as_deref()).map_err(anyhow::Error::from)?;
     let file = match &args.plan {
@@ -115,7 +122,10 @@ pub async fn run(args: &RunArgs) -> Result<(PathBuf, bool), RunError> {
     std::fs::create_dir_all(out.join("rounds")).with_context(|| format!("creating {}", out.display()))?;
     // Absolute: k6 runs in the checkout, reconcile here, and both read the paths the other wrote.
     let out = out.canonicalize().with_context(|| format!("resolving {}", out.display()))?;
-    let _lock = lock_for(common)?;
+    let _lock = match held {
+        Some(_) => None,
+        None => Some(lock_for(common)?),
+    };
     let bins = prepare(common, &root, &["writer", "ingest", "reconcile"])?;
     let k6 = crate::paths::k6(common.k6.as_deref()).map_err(anyhow::Error::from)?;
     let http = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().context("HTTP client")?;

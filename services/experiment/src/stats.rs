@@ -63,7 +63,8 @@ impl RoundStats {
     }
 }
 
-fn num(v: &Value, path: &[&str]) -> Option<f64> {
+/// The number at `path` in a JSON document (a k6 summary), if it is one.
+pub(crate) fn num(v: &Value, path: &[&str]) -> Option<f64> {
     path.iter().try_fold(v, |v, k| v.get(k))?.as_f64()
 }
 

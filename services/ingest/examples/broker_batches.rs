@@ -7,7 +7,10 @@
 //! through the broker twice in the pipeline (in from the ingest, out to the writer), so the
 //! reference rate is N over the time of both halves.
 //!
-//!   cargo run --release -p ingest --example broker_batches -- [messages] [body-bytes] [per-record]
+//!   cargo run --release -p ingest --example broker_batches -- [messages] [body-bytes] [per-record] [produce-only]
+//!
+//! `produce-only` fills the topic the environment names (`KAFKA_TOPIC`) and stops: the backlog
+//! a writer drains in `experiment ab --part writer` (every message id new).
 //!
 //! Prints one line with both halves, the combined rate and this process's CPU per message (the
 //! broker's own CPU is read from /proc by `scripts/bench`, which runs this).
@@ -65,8 +68,11 @@ async fn main() -> anyhow::Result<()> {
     let per: usize = argv.next().map(|v| v.parse()).transpose()?.unwrap_or(1).max(1);
     let records = n.div_ceil(per);
     let n = records * per;
+    let produce_only = argv.next().as_deref() == Some("produce-only");
     let mut cfg = IngestConfig::try_parse_from(["ingest"])?;
-    cfg.kafka.topic = format!("bench_broker_{}", std::process::id());
+    if !produce_only {
+        cfg.kafka.topic = format!("bench_broker_{}", std::process::id());
+    }
     // Room for every record at once: this benchmark hands them all over before the first
     // delivery report, where the ingest is paced by its requests.
     cfg.producer_queue = cfg.producer_queue.max(records);
@@ -89,6 +95,10 @@ async fn main() -> anyhow::Result<()> {
         p.await?.map_err(|(e, _)| e)?;
     }
     let (produced, pc) = (t0.elapsed().as_secs_f64(), cpu_seconds(None).unwrap_or(0.0) - c0);
+    if produce_only {
+        println!("produced {n} messages in {records} records to {} in {produced:.1} s", args.topic);
+        return Ok(());
+    }
 
     let consumer: BaseConsumer = client_config(args)
         .set("group.id", format!("{}_group", args.topic))

@@ -233,4 +233,6 @@ pub enum Slot {
     Tests = 1,
     /// `experiment chaos` (one run per machine, under the load lock).
     Chaos = 2,
+    /// `experiment ab` (under the load lock; each run resets it first).
+    Bench = 3,
 }

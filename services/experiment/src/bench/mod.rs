@@ -1,0 +1,177 @@
+//! `experiment bench`: the performance figures in one go, on this machine, back to back, as one
+//! table (docs/performance.md explains each column). Release builds unless told otherwise.
+//!
+//! 1. The load generator's own limit: k6 against a server that only answers 202
+//!    (`ingest/examples/null_202.rs`), single POSTs and batch POSTs.
+//! 2. Each server alone: every store of the registry with batches, some in flight
+//!    (`stores/examples/store_batches.rs`, after an unmeasured quarter of the work so a server that
+//!    compiles as it serves is warm), and the broker, produced then consumed as the ingest and the
+//!    writer use it (`ingest/examples/broker_batches.rs`); the server's CPU from /proc.
+//! 3. The pipeline: the reference's protocol (single POSTs, closed loop, warm-up) and batches,
+//!    each a one-round experiment: fresh processes, id-level reconcile, gates, CPU per message.
+//!
+//! Evidence in OUT: results.md, bench.json (the settings), references/ (k6 summaries, example
+//! output, CPU per reference), single/ and batch/ (the experiments' evidence folders).
+//! `experiment bench --table OUT` prints the table again from the evidence alone.
+//!
+//! Exit: 0 both pipeline runs valid · 1 a pipeline run failed a gate · 3 could not run.
+
+pub(crate) mod ab;
+mod refs;
+mod table;
+
+use crate::cli::{Common, RunArgs};
+use crate::plan::LoadKind;
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use tracing::info;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Single POSTs: closed-loop virtual users (the reference's protocol).
+    #[arg(long, default_value_t = 250)]
+    pub vus: u32,
+    /// Each measured phase (k6 duration).
+    #[arg(long, default_value = "60s")]
+    pub duration: String,
+    /// The pipeline runs' warm-up, ROUNDSxDURATION or 0.
+    #[arg(long, default_value = "3x10s")]
+    pub warmup: String,
+    /// Messages per batch POST, per store batch and per broker record.
+    #[arg(long, default_value_t = 100)]
+    pub batch: u32,
+    /// Batch POSTs: closed-loop virtual users.
+    #[arg(long, default_value_t = 20)]
+    pub batch_vus: u32,
+    /// Each store alone: batches in flight at once.
+    #[arg(long, default_value_t = 4)]
+    pub in_flight: u32,
+    /// Each server alone: messages written (stores) or produced and consumed (broker).
+    #[arg(long, default_value_t = 40_000)]
+    pub records: u32,
+    /// The pipeline runs' longest wait for the stores to drain, in seconds: with batches the
+    /// ingest accepts faster than the stores write and the backlog drains after k6 stops.
+    #[arg(long, default_value_t = 900)]
+    pub drain_timeout: u64,
+    /// Label the run a profiling run (perf attached by hand): not an acceptance run.
+    #[arg(long)]
+    pub profiling: bool,
+    /// Where the null-202 server listens.
+    #[arg(long, env = "BENCH_NULL_LISTEN", default_value = "127.0.0.1:18090")]
+    pub null_listen: String,
+    /// Evidence folder (default k6/out/bench-<time>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print results.md again from a finished bench's evidence folder, and exit.
+    #[arg(long, conflicts_with = "out")]
+    pub table: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// The settings a table needs, kept in OUT/bench.json so `--table` needs nothing else.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Settings {
+    pub vus: u32,
+    pub batch: u32,
+    pub batch_vus: u32,
+    pub in_flight: u32,
+    pub records: u32,
+    pub profiling: bool,
+    /// The registry's stores when the bench ran.
+    pub stores: Vec<String>,
+}
+
+/// Runs the bench (or only prints a finished one's table); true when both pipeline runs were valid.
+pub async fn run(args: &BenchArgs) -> anyhow::Result<bool> {
+    if let Some(dir) = &args.table {
+        print!("{}", table::render(dir)?);
+        return Ok(true);
+    }
+    let common = &args.common;
+    let root = crate::paths::root(common.root.as_deref())?;
+    let out = args.out.clone().unwrap_or_else(|| root.join("k6/out").join(format!("bench-{}", crate::run::stamp())));
+    if out.join("bench.json").exists() {
+        anyhow::bail!("{} already holds a bench; choose another --out", out.display());
+    }
+    std::fs::create_dir_all(out.join("references")).with_context(|| format!("creating {}", out.display()))?;
+    let out = out.canonicalize()?;
+    let settings = Settings {
+        vus: args.vus,
+        batch: args.batch,
+        batch_vus: args.batch_vus,
+        in_flight: args.in_flight,
+        records: args.records,
+        profiling: args.profiling,
+        stores: pipeline_stores::StoreKind::ALL.iter().map(|k| k.name().to_string()).collect(),
+    };
+    std::fs::write(out.join("bench.json"), serde_json::to_string_pretty(&settings)? + "\n")?;
+
+    let lock = crate::run::lock_for(common)?;
+    let bins = crate::run::prepare(common, &root, &["writer", "ingest", "reconcile"])?;
+    let examples = examples(common, &root, &["null_202", "broker_batches", "store_batches"])?;
+    let k6 = crate::paths::k6(common.k6.as_deref())?;
+    let refs = refs::Refs { root: &root, examples: &examples, k6: &k6, dir: &out.join("references") };
+    refs.null_202(args).await?;
+    refs.servers_alone(args).await?;
+
+    // The pipeline runs: one-round experiments of the writer's defaults, inside our hold of the
+    // lock, with the binaries and servers prepared above.
+    // Every other flag as a bare `experiment` has it (clap's defaults and the environment).
+    let defaults = <crate::cli::Cli as clap::Parser>::try_parse_from(["experiment"])?.run;
+    let inner =
+        Common { no_build: true, no_stack: true, bin_dir: Some(bins.clone()), k6: Some(k6.clone()), ..common.clone() };
+    let experiment = |name: &str, load: LoadKind, vus: u32| RunArgs {
+        policies: Some(vec!["default".into()]),
+        rounds: Some(1),
+        load: Some(load),
+        vus: Some(vus),
+        batch: (load == LoadKind::Batch).then_some(args.batch),
+        duration: Some(args.duration.clone()),
+        warmup: Some(args.warmup.clone()),
+        drain_timeout: Some(args.drain_timeout),
+        out: Some(out.join(name)),
+        common: inner.clone(),
+        ..defaults.clone()
+    };
+    let mut valid = true;
+    for (name, load, vus) in [("single", LoadKind::Closed, args.vus), ("batch", LoadKind::Batch, args.batch_vus)] {
+        info!("pipeline: {name}");
+        let (_, ok) = crate::run::run_in(&experiment(name, load, vus), Some(&lock)).await.map_err(|e| match e {
+            crate::run::RunError::Plan(e) => anyhow::Error::from(e),
+            crate::run::RunError::Other(e) => e,
+        })?;
+        valid &= ok;
+    }
+    drop(lock);
+
+    let md = table::render(&out)?;
+    std::fs::write(out.join("results.md"), &md)?;
+    print!("{md}");
+    info!("results: {}", out.join("results.md").display());
+    Ok(valid)
+}
+
+/// The reference servers and clients (and the writer's backlog producer) are examples of the
+/// ingest and store crates: built unless `--no-build`, found in `<bin-dir>/examples`.
+pub(crate) fn examples(common: &Common, root: &Path, names: &[&str]) -> anyhow::Result<PathBuf> {
+    let dir = common.bin_dir.clone().unwrap_or_else(|| root.join("target").join(&common.profile)).join("examples");
+    if !common.no_build {
+        let mut args = vec!["build", "--locked", "-p", "ingest", "-p", "pipeline-stores"];
+        for n in names {
+            args.extend(["--example", n]);
+        }
+        if common.profile == "release" {
+            args.push("--release");
+        }
+        info!("build: cargo {}", args.join(" "));
+        let st =
+            std::process::Command::new("cargo").args(&args).current_dir(root).status().context("starting cargo")?;
+        anyhow::ensure!(st.success(), "building the examples failed ({st}); output above");
+    }
+    for n in names {
+        anyhow::ensure!(dir.join(n).exists(), "no {n} in {} (build it, or drop --no-build)", dir.display());
+    }
+    Ok(dir)
+}

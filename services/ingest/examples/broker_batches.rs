@@ -9,6 +9,10 @@
 //!
 //!   cargo run --release -p ingest --example broker_batches -- [messages] [body-bytes] [per-record] [produce-only]
 //!
+//! `latency RATE SECONDS [body-bytes]` is the broker's latency reference instead: one record of
+//! one message every 1/RATE s (an open loop), each acknowledgement timed from its send; prints
+//! p50 and p99 (`experiment bench`'s latency table sets the pipeline's 202 against it).
+//!
 //! `produce-only` fills the topic the environment names (`KAFKA_TOPIC`) and stops: the backlog
 //! a writer drains in `experiment ab --part writer` (every message id new).
 //!
@@ -60,9 +64,56 @@ fn record_payload(r: usize, per: usize, text: &str) -> anyhow::Result<Vec<u8>> {
     records.pop().ok_or_else(|| anyhow::anyhow!("no record"))
 }
 
+/// The produce-acknowledgement latency of single-message records sent at `rate` per second, as
+/// a quiet ingest sends them (its producer configuration; acks=all).
+async fn latency(mut argv: impl Iterator<Item = String>) -> anyhow::Result<()> {
+    let rate: f64 = argv.next().map(|v| v.parse()).transpose()?.unwrap_or(50.0);
+    let secs: f64 = argv.next().map(|v| v.parse()).transpose()?.unwrap_or(30.0);
+    let body_bytes: usize = argv.next().map(|v| v.parse()).transpose()?.unwrap_or(256);
+    anyhow::ensure!(rate > 0.0 && secs > 0.0, "RATE and SECONDS must be positive");
+    let mut cfg = IngestConfig::try_parse_from(["ingest"])?;
+    cfg.kafka.topic = format!("bench_broker_latency_{}", std::process::id());
+    ensure_topic(&cfg.kafka, &cfg.kafka.topic, 4).await?;
+    let producer: FutureProducer = producer_client_config(&cfg).create()?;
+    let payload = record_payload(0, 1, &body(body_bytes))?;
+    // One record first, not timed: the producer's first send waits for the topic's metadata
+    // and the partition leaders (hundreds of ms), which is start-up, not the acknowledgement.
+    let first =
+        producer.send_result(FutureRecord::<(), _>::to(&cfg.kafka.topic).payload(&payload)).map_err(|(e, _)| e)?;
+    first.await?.map_err(|(e, _)| e)?;
+    let n = (rate * secs).ceil() as usize;
+    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
+    let mut acks = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        tick.tick().await;
+        let sent = Instant::now();
+        let ack =
+            producer.send_result(FutureRecord::<(), _>::to(&cfg.kafka.topic).payload(&payload)).map_err(|(e, _)| e)?;
+        acks.spawn(async move {
+            match ack.await {
+                Ok(Ok(_)) => Ok(sent.elapsed()),
+                Ok(Err((e, _))) => Err(anyhow::Error::from(e)),
+                Err(_) => Err(anyhow::anyhow!("the producer went away")),
+            }
+        });
+    }
+    let mut times = Vec::with_capacity(n);
+    while let Some(r) = acks.join_next().await {
+        times.push(r??);
+    }
+    times.sort();
+    let at = |q: usize| times[(times.len() * q / 100).min(times.len() - 1)].as_secs_f64() * 1e3;
+    println!("broker latency: {n} records of one message at {rate}/s: p50 {:.2} ms, p99 {:.2} ms", at(50), at(99));
+    Ok(())
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
-    let mut argv = std::env::args().skip(1);
+    let mut argv = std::env::args().skip(1).peekable();
+    if argv.peek().map(String::as_str) == Some("latency") {
+        argv.next();
+        return latency(argv).await;
+    }
     let n: usize = argv.next().map(|v| v.parse()).transpose()?.unwrap_or(100_000);
     let body_bytes: usize = argv.next().map(|v| v.parse()).transpose()?.unwrap_or(256);
     let per: usize = argv.next().map(|v| v.parse()).transpose()?.unwrap_or(1).max(1);

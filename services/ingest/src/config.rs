@@ -16,6 +16,16 @@ pub enum AckMode {
     Ring,
 }
 
+/// When a gathered record goes to Kafka (`crate::gather`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LingerMode {
+    /// As soon as nothing is in flight to the broker, at the latest after --linger-ms: no wait
+    /// when idle, records as large as the broker's round trip under load.
+    Adaptive,
+    /// Always after --linger-ms: every quiet request waits the whole window.
+    Fixed,
+}
+
 /// Who may write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AuthMode {
@@ -125,6 +135,11 @@ pub struct IngestConfig {
     /// (docs/performance.md).
     #[arg(long, env = "INGEST_LINGER_MS", default_value_t = 20, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub linger_ms: u64,
+    /// adaptive: a gathered record goes as soon as no record is in flight to the broker (and at
+    /// the latest after --linger-ms), so a 202 waits for the window only while the broker is
+    /// busy with the record before; fixed: it always waits the whole window.
+    #[arg(long, env = "INGEST_LINGER_MODE", value_enum, default_value_t = LingerMode::Adaptive)]
+    pub linger_mode: LingerMode,
     /// Kafka producer batch size, in bytes.
     #[arg(long, env = "INGEST_BATCH_BYTES", default_value_t = 1 << 20)]
     pub batch_bytes: usize,

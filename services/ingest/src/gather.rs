@@ -8,6 +8,15 @@
 //! (docs/performance.md). Joined here, a window of single POSTs is one record, and librdkafka
 //! sends it as soon as it has it (its own linger is 0 while the ring gathers).
 //!
+//! The window adapts (`--linger-mode adaptive`, the default): a gathered record goes as soon as
+//! nothing is in flight to the broker, and requests gather only while the previous record awaits
+//! its acknowledgement, as Nagle's algorithm does for TCP segments; but records go at most one per
+//! quarter window. An idle ingest then sends a request's record at once instead of holding it for
+//! the whole window. A busy one still makes large records: without the quarter-window spacing the
+//! broker's round trip (a few ms) set the record size under load, and tansu's CPU per message
+//! doubled (its work is per record). `--linger-ms` stays the upper bound. `--linger-mode fixed`
+//! always waits for the window.
+//!
 //! The acknowledgement contract is unchanged: a gathered record carries the acknowledgement of
 //! every request record it holds, and its delivery report is reported to each of them, so a
 //! request hears Kafka's answer for every record that holds its messages.
@@ -34,6 +43,9 @@ impl Entry {
 /// ring consumer's thread waits, and the ring fills: the backpressure the 503s come from).
 pub trait Publish: Send + 'static {
     fn send_all(&self, records: impl Iterator<Item = Pending>);
+    /// Records handed over whose delivery report has not come yet: with none, the link to the
+    /// broker is idle and an adaptive window sends what it gathered.
+    fn in_flight(&self) -> usize;
 }
 
 /// A record on its way to Kafka.
@@ -50,10 +62,15 @@ pub struct Gather {
     /// Largest gathered record; 0 = gather nothing (one record per message, the old format).
     max_bytes: usize,
     window: Duration,
+    /// Send as soon as nothing is in flight (the window is then only the upper bound).
+    adaptive: bool,
     joined: Joined,
     acks: Vec<Ack>,
     /// When the first record of the one being gathered was taken from the ring.
     first: Option<Instant>,
+    /// When the last gathered record was made ready: an adaptive window sends the next one no
+    /// sooner than a quarter window after it.
+    last_sent: Option<Instant>,
     /// Ring bytes (`Entry::bytes`) of the record being gathered, and of the ready ones: the ring
     /// counts them as held until they are handed to librdkafka, so its byte bound still bounds
     /// what the consumer holds while librdkafka's queue is full.
@@ -63,13 +80,15 @@ pub struct Gather {
 }
 
 impl Gather {
-    pub fn new(max_bytes: usize, window: Duration) -> Gather {
+    pub fn new(max_bytes: usize, window: Duration, adaptive: bool) -> Gather {
         Gather {
             max_bytes,
             window,
+            adaptive,
             joined: Joined::default(),
             acks: Vec::new(),
             first: None,
+            last_sent: None,
             joined_bytes: 0,
             ready_bytes: 0,
             ready: Vec::new(),
@@ -85,7 +104,7 @@ impl Gather {
             return;
         }
         if !self.joined.is_empty() && self.joined.len_with(&entry.payload) > self.max_bytes {
-            self.flush();
+            self.flush_at(now);
         }
         self.first.get_or_insert(now);
         self.joined_bytes += entry.bytes();
@@ -102,18 +121,32 @@ impl Gather {
 
     /// Ends the record being gathered: it is ready to send.
     pub fn flush(&mut self) {
+        self.flush_at(Instant::now());
+    }
+
+    fn flush_at(&mut self, now: Instant) {
         let since = self.first.take();
         if let (Some(payload), Some(since)) = (self.joined.take(), since) {
+            self.last_sent = Some(now);
             self.ready.push(Pending { payload, acks: std::mem::take(&mut self.acks), since });
             self.ready_bytes += std::mem::take(&mut self.joined_bytes);
         }
     }
 
-    /// Sends the record being gathered if its window is over.
-    pub fn flush_if_due(&mut self, now: Instant) {
-        if self.due_in(now) == Some(Duration::ZERO) {
-            self.flush();
+    /// Sends the record being gathered if its window is over, or, with an adaptive window, if
+    /// nothing is in flight (`in_flight` is the publisher's count) and the last record went at
+    /// least a quarter window ago.
+    pub fn flush_if_due(&mut self, now: Instant, in_flight: usize) {
+        let spaced = self.last_sent.is_none_or(|t| now.saturating_duration_since(t) >= self.window / 4);
+        if self.due_in(now) == Some(Duration::ZERO) || (self.adaptive && in_flight == 0 && spaced) {
+            self.flush_at(now);
         }
+    }
+
+    /// True while a record is being gathered and an adaptive window waits for the broker's
+    /// acknowledgement of the one before: the ring consumer then looks often, not after a long nap.
+    pub fn awaits_link(&self) -> bool {
+        self.adaptive && self.first.is_some()
     }
 
     /// The records ready to send, in order, and the ring bytes they held.
@@ -143,16 +176,16 @@ mod tests {
     fn a_window_of_requests_is_one_record_sent_when_the_window_ends() {
         let t0 = Instant::now();
         let window = Duration::from_millis(50);
-        let mut g = Gather::new(1 << 10, window);
+        let mut g = Gather::new(1 << 10, window, false);
         assert_eq!(g.due_in(t0), None, "nothing gathered, nothing due");
         g.push(entry(r#"{"id":"a"}"#, None), t0);
         g.push(entry(r#"[{"id":"b"},{"id":"c"}]"#, None), t0 + Duration::from_millis(10));
         g.push(entry(r#"{"id":"d"}"#, None), t0 + Duration::from_millis(20));
         assert!(!g.has_ready());
         assert_eq!(g.due_in(t0 + Duration::from_millis(20)), Some(Duration::from_millis(30)), "due from the first");
-        g.flush_if_due(t0 + Duration::from_millis(49));
+        g.flush_if_due(t0 + Duration::from_millis(49), 0);
         assert!(!g.has_ready(), "not before the window ends");
-        g.flush_if_due(t0 + window);
+        g.flush_if_due(t0 + window, 0);
         assert_eq!(payloads(&mut g), vec![r#"[{"id":"a"},{"id":"b"},{"id":"c"},{"id":"d"}]"#]);
         assert_eq!(g.due_in(t0 + window), None);
         // A request alone in its window stays what it was.
@@ -164,7 +197,7 @@ mod tests {
     #[test]
     fn the_budget_cuts_records_and_a_large_one_goes_alone() {
         let t0 = Instant::now();
-        let mut g = Gather::new(30, Duration::from_secs(1));
+        let mut g = Gather::new(30, Duration::from_secs(1), false);
         g.push(entry(r#"{"id":"aaaa"}"#, None), t0); // 13 bytes
         g.push(entry(r#"{"id":"bbbb"}"#, None), t0); // [13,13] = 29: fits
         g.push(entry(r#"{"id":"cccc"}"#, None), t0); // 43: the first two go
@@ -183,7 +216,7 @@ mod tests {
         assert_eq!(g.ready().1, 13);
         assert_eq!(g.ready().1, 0);
         // Budget 0: nothing is gathered (one record per message, librdkafka lingers instead).
-        let mut g = Gather::new(0, Duration::from_secs(1));
+        let mut g = Gather::new(0, Duration::from_secs(1), false);
         g.push(entry(r#"{"id":"x"}"#, None), t0);
         g.push(entry(r#"{"id":"y"}"#, None), t0);
         assert_eq!(payloads(&mut g), vec![r#"{"id":"x"}"#, r#"{"id":"y"}"#]);
@@ -192,7 +225,7 @@ mod tests {
     #[test]
     fn every_request_of_a_gathered_record_hears_its_report() {
         let t0 = Instant::now();
-        let mut g = Gather::new(1 << 10, Duration::from_millis(5));
+        let mut g = Gather::new(1 << 10, Duration::from_millis(5), true);
         // A batch request cut into two records, and a single request, gathered into one.
         let (batch, mut batch_rx) = RequestAck::new(2);
         let (single, mut single_rx) = RequestAck::new(1);
@@ -208,5 +241,39 @@ mod tests {
         }
         assert_eq!(batch_rx.try_recv(), Ok(Delivery::Acknowledged));
         assert_eq!(single_rx.try_recv(), Ok(Delivery::Acknowledged));
+    }
+
+    #[test]
+    fn an_adaptive_window_sends_when_the_link_is_idle_and_gathers_while_a_record_is_in_flight() {
+        let t0 = Instant::now();
+        let window = Duration::from_millis(20);
+        let mut g = Gather::new(1 << 10, window, true);
+        // Nothing in flight: the first request goes at once, alone.
+        g.push(entry(r#"{"id":"a"}"#, None), t0);
+        assert!(g.awaits_link());
+        g.flush_if_due(t0, 0);
+        assert_eq!(payloads(&mut g), vec![r#"{"id":"a"}"#]);
+        assert!(!g.awaits_link());
+        // Its record in flight: the next requests gather...
+        g.push(entry(r#"{"id":"b"}"#, None), t0 + Duration::from_millis(1));
+        g.push(entry(r#"{"id":"c"}"#, None), t0 + Duration::from_millis(2));
+        g.flush_if_due(t0 + Duration::from_millis(3), 1);
+        assert!(!g.has_ready(), "gathers while the previous record awaits its acknowledgement");
+        // ...and go together once it is acknowledged, a quarter window (5 ms) after the last.
+        g.flush_if_due(t0 + Duration::from_millis(4), 0);
+        assert!(!g.has_ready(), "records go at most one per quarter window");
+        g.flush_if_due(t0 + Duration::from_millis(6), 0);
+        assert_eq!(payloads(&mut g), vec![r#"[{"id":"b"},{"id":"c"}]"#]);
+        // The window stays the upper bound when the broker is slow to answer.
+        g.push(entry(r#"{"id":"d"}"#, None), t0 + Duration::from_millis(7));
+        g.flush_if_due(t0 + Duration::from_millis(26), 1);
+        assert!(!g.has_ready());
+        g.flush_if_due(t0 + Duration::from_millis(27), 1);
+        assert_eq!(payloads(&mut g), vec![r#"{"id":"d"}"#]);
+        // A fixed window waits for the window even when the link is idle.
+        let mut f = Gather::new(1 << 10, window, false);
+        f.push(entry(r#"{"id":"e"}"#, None), t0);
+        f.flush_if_due(t0 + Duration::from_millis(1), 0);
+        assert!(!f.has_ready() && !f.awaits_link());
     }
 }

@@ -16,6 +16,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::util::Timeout;
 use rdkafka::{ClientConfig, ClientContext};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -25,12 +26,17 @@ pub struct Opaque {
     since: Instant,
 }
 
-pub struct DeliveryCtx;
+/// Reports deliveries to the requests, and counts the records still in flight (the adaptive
+/// gathering window sends when none is, `crate::gather`).
+pub struct DeliveryCtx {
+    in_flight: Arc<AtomicUsize>,
+}
 impl ClientContext for DeliveryCtx {}
 impl ProducerContext for DeliveryCtx {
     type DeliveryOpaque = Box<Opaque>;
 
     fn delivery(&self, result: &DeliveryResult<'_>, opaque: Box<Opaque>) {
+        self.in_flight.fetch_sub(1, Ordering::AcqRel);
         histogram!(catalog::INGEST_KAFKA_DELIVERY_SECONDS).record(opaque.since.elapsed().as_secs_f64());
         let outcome = match result {
             Ok(_) => Delivery::Acknowledged,
@@ -98,6 +104,8 @@ pub struct Publisher {
     closing: Arc<Mutex<Option<Instant>>>,
     /// The partition for each linger window.
     rotation: Rotation,
+    /// Records in librdkafka without a delivery report yet (shared with `DeliveryCtx`).
+    in_flight: Arc<AtomicUsize>,
 }
 
 impl Publisher {
@@ -125,7 +133,9 @@ impl Publisher {
                 cfg.record_max_bytes, cfg.max_body_bytes
             )));
         }
-        let producer: ThreadedProducer<DeliveryCtx> = config.create_with_context(DeliveryCtx)?;
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let producer: ThreadedProducer<DeliveryCtx> =
+            config.create_with_context(DeliveryCtx { in_flight: in_flight.clone() })?;
         Ok(Publisher {
             producer: Arc::new(producer),
             topic: cfg.kafka.topic.clone(),
@@ -135,6 +145,7 @@ impl Publisher {
             queue_full_timeout: cfg.deadline() / 2,
             closing: Arc::new(Mutex::new(None)),
             rotation: Rotation::new(Duration::from_secs_f64(linger.max(0.0) / 1000.0)),
+            in_flight,
         })
     }
 
@@ -175,6 +186,10 @@ impl Publisher {
 }
 
 impl Publish for Publisher {
+    fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Acquire)
+    }
+
     /// Hands records to librdkafka. When its queue is full the ring consumer waits here, which
     /// backs up the ring, which turns into 503s at the HTTP edge: backpressure end to end. A
     /// record waits at most the request deadline (Kafka is not taking anything: its request has
@@ -187,6 +202,8 @@ impl Publish for Publisher {
             let waiting_since = p.since;
             let mut opaque = Box::new(Opaque { acks: p.acks, since: p.since });
             let payload = p.payload;
+            // Counted before the send: its delivery report may come before `send` returns.
+            self.in_flight.fetch_add(1, Ordering::AcqRel);
             loop {
                 // No key: see `producer_client_config`.
                 let mut rec = BaseRecord::<(), _, _>::with_opaque_to(&self.topic, opaque).payload(&payload);
@@ -202,6 +219,7 @@ impl Publish for Publisher {
                         std::thread::sleep(Duration::from_millis(1));
                     }
                     Err((e, rec)) => {
+                        self.in_flight.fetch_sub(1, Ordering::AcqRel);
                         counter!(catalog::INGEST_KAFKA_ERRORS_TOTAL).increment(1);
                         for ack in rec.delivery_opaque.acks {
                             ack.report(Delivery::NotSent(e.to_string()));

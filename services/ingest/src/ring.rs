@@ -5,9 +5,10 @@
 //! immediate 503); one consumer thread, ours, drains whole batches with the crate's
 //! `EventPoller`, gathers them into Kafka records (`crate::gather`) and hands those to
 //! librdkafka. It owns its loop because gathering needs a timer: a window's record must go when
-//! the window ends, even if no further request comes. Between looks it sleeps, never spins, and
-//! sleeps longer the longer the ring stays idle (never past the gathered record's due time), so
-//! an idle ingest costs almost nothing on a 2-core machine that also runs k6 and five servers.
+//! the window ends, even if no further request comes. Between looks it parks, never spins, and
+//! parks longer the longer the ring stays idle (never past the gathered record's due time), so
+//! an idle ingest costs almost nothing on a 2-core machine that also runs k6 and five servers; a
+//! put unparks it, so a quiet request does not wait out the nap.
 //! Slots hold their entry behind an uncontended mutex because the disruptor hands consumers
 //! `&E` and the consumer must move the entry (and its acknowledgement channel) out.
 //!
@@ -82,6 +83,8 @@ pub struct Ring {
     counts: Arc<Counts>,
     // ...and the last `Joiner` then waits for it.
     _consumer: Arc<Joiner>,
+    /// The consumer thread, unparked after every put.
+    waker: std::thread::Thread,
 }
 
 /// Joins the consumer thread when the last ring handle goes.
@@ -114,8 +117,10 @@ pub struct RingOptions {
     pub idle_sleep_max: Duration,
     /// `--record-max-bytes`: the largest gathered record (0: gather nothing).
     pub record_max_bytes: usize,
-    /// `--linger-ms`: how long a record gathers requests.
+    /// `--linger-ms`: how long a record gathers requests (at most, with `adaptive`).
     pub window: Duration,
+    /// `--linger-mode adaptive`: send a gathered record as soon as nothing is in flight.
+    pub adaptive: bool,
 }
 
 impl Ring {
@@ -134,7 +139,8 @@ impl Ring {
             consume(poller, &c, &opts, &publisher);
             drop(finished);
         })?;
-        Ok((Ring { producer, counts, _consumer: Arc::new(Joiner(Some(consumer))) }, Drained(drained)))
+        let waker = consumer.thread().clone();
+        Ok((Ring { producer, counts, _consumer: Arc::new(Joiner(Some(consumer))), waker }, Drained(drained)))
     }
 
     /// Puts all entries in the ring or none of them, so a 503 never leaves half a batch behind.
@@ -153,6 +159,7 @@ impl Ring {
         }) {
             Ok(_) => {
                 self.counts.published.fetch_add(n as u64, Ordering::Relaxed);
+                self.waker.unpark();
                 Ok(())
             }
             Err(_) => {
@@ -172,7 +179,7 @@ fn consume(
     opts: &RingOptions,
     publisher: &impl Publish,
 ) {
-    let mut gather = Gather::new(opts.record_max_bytes, opts.window);
+    let mut gather = Gather::new(opts.record_max_bytes, opts.window, opts.adaptive);
     let mut empty_looks = 0u32;
     loop {
         let now = Instant::now();
@@ -201,16 +208,20 @@ fn consume(
                 (false, true)
             }
         };
-        gather.flush_if_due(now);
+        gather.flush_if_due(now, publisher.in_flight());
         if gather.has_ready() {
             let (records, bytes) = gather.ready();
             publisher.send_all(records);
             let held = c.bytes.fetch_sub(bytes, Ordering::AcqRel).saturating_sub(bytes);
             gauge!(catalog::INGEST_RING_BYTES).set(held as f64);
         } else if idle {
-            // Nothing came and nothing is due: nap, but wake for the gathered record's window.
-            let nap = backoff(empty_looks, opts.idle_sleep_max);
-            std::thread::sleep(gather.due_in(now).map_or(nap, |due| due.min(nap)));
+            // Nothing came and nothing is due: nap (a put unparks us), but wake for the gathered
+            // record's window, and look again soon while it waits for the broker's answer.
+            let nap = match gather.awaits_link() {
+                true => BACKOFF_MIN,
+                false => backoff(empty_looks, opts.idle_sleep_max),
+            };
+            std::thread::park_timeout(gather.due_in(now).map_or(nap, |due| due.min(nap)));
             empty_looks = empty_looks.saturating_add(1);
         }
         if finished {

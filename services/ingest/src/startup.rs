@@ -53,6 +53,7 @@ impl Application {
                 idle_sleep_max: Duration::from_micros(cfg.ring_idle_sleep_us),
                 record_max_bytes: cfg.record_max_bytes,
                 window: Duration::from_millis(cfg.linger_ms),
+                adaptive: cfg.linger_mode == crate::config::LingerMode::Adaptive,
             },
             publisher.clone(),
         )

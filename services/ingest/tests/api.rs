@@ -140,8 +140,9 @@ async fn the_requests_of_one_window_travel_as_one_record() {
     let _g = exclusive().await;
     let ns = Namespace::new("gather").await;
     // A window far longer than it takes to send 32 requests at once: the ring consumer joins
-    // them all (30 single POSTs and 2 batches of 5) into one record.
-    let app = spawn(&ns, None, &["--linger-ms", "1500"]).await;
+    // them all (30 single POSTs and 2 batches of 5) into one record. A fixed window: an adaptive
+    // one sends the first request at once (the next test).
+    let app = spawn(&ns, None, &["--linger-ms", "1500", "--linger-mode", "fixed"]).await;
     let mut expected: Vec<Value> = Vec::new();
     let mut requests = tokio::task::JoinSet::new();
     for i in 0..32 {
@@ -167,6 +168,23 @@ async fn the_requests_of_one_window_travel_as_one_record() {
     assert_eq!(unversioned(got), expected, "every message once");
     let records = records_on_topic(&ns).await;
     assert!(records <= 2, "32 requests in one window: {records} records (one, or two if a window ended among them)");
+}
+
+#[tokio::test]
+async fn an_idle_ingest_does_not_hold_a_request_for_the_window() {
+    let _g = exclusive().await;
+    let ns = Namespace::new("idle").await;
+    // A 40 s window, longer than the client waits (30 s): with the adaptive window (the default)
+    // a request that finds nothing in flight goes to Kafka at once, so its 202 comes within the
+    // broker's round trip; a fixed window would hold it for the whole 40 s.
+    let app = spawn(&ns, None, &["--linger-ms", "40000", "--deadline-ms", "90000"]).await;
+    for i in 0..3 {
+        let (st, body, _) = app.post("/v1/messages", msg(i).to_string()).await;
+        assert_eq!(st, StatusCode::ACCEPTED, "{body}");
+    }
+    let got = consume_messages(&ns.kafka, 3, Duration::from_secs(30)).await;
+    assert_eq!(got.len(), 3);
+    assert_eq!(records_on_topic(&ns).await, 3, "one record per request: each found the link idle");
 }
 
 #[tokio::test]

@@ -14,9 +14,9 @@ async fn sigterm_under_load_keeps_every_accepted_message() {
 
 #[tokio::test]
 async fn sigterm_in_ring_ack_mode_sends_the_ring_and_the_gathered_record() {
-    // A long gathering window: at the signal, up to two seconds of answered requests are held by
-    // the ring consumer, not yet in librdkafka.
-    sigterm_under_load(&["--ack", "ring", "--linger-ms", "2000"]).await;
+    // A long fixed gathering window: at the signal, up to two seconds of answered requests are
+    // held by the ring consumer, not yet in librdkafka.
+    sigterm_under_load(&["--ack", "ring", "--linger-ms", "2000", "--linger-mode", "fixed"]).await;
 }
 
 async fn sigterm_under_load(args: &[&str]) {

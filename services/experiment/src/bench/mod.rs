@@ -9,9 +9,12 @@
 //!    writer use it (`ingest/examples/broker_batches.rs`); the server's CPU from /proc.
 //! 3. The pipeline: the reference's protocol (single POSTs, closed loop, warm-up) and batches,
 //!    each a one-round experiment: fresh processes, id-level reconcile, gates, CPU per message.
+//! 4. Latency, open loop: the pipeline's knee is the single-POST run's accepted rate; the
+//!    null-202 server and the broker's own acknowledgement at 5 % of it, and the pipeline at 5,
+//!    50 and 80 % (one open-loop experiment, a point per rate): what a 202 costs at each load.
 //!
 //! Evidence in OUT: results.md, bench.json (the settings), references/ (k6 summaries, example
-//! output, CPU per reference), single/ and batch/ (the experiments' evidence folders).
+//! output, CPU per reference), single/, batch/ and open/ (the experiments' evidence folders).
 //! `experiment bench --table OUT` prints the table again from the evidence alone.
 //!
 //! Exit: 0 both pipeline runs valid · 1 a pipeline run failed a gate · 3 could not run.
@@ -81,6 +84,9 @@ pub(crate) struct Settings {
     pub profiling: bool,
     /// The registry's stores when the bench ran.
     pub stores: Vec<String>,
+    /// The open-loop rates (requests/s) of the latency section: 5, 50 and 80 % of the knee.
+    #[serde(default)]
+    pub latency_rates: Vec<u32>,
 }
 
 /// Runs the bench (or only prints a finished one's table); true when both pipeline runs were valid.
@@ -105,8 +111,12 @@ pub async fn run(args: &BenchArgs) -> anyhow::Result<bool> {
         records: args.records,
         profiling: args.profiling,
         stores: pipeline_stores::StoreKind::ALL.iter().map(|k| k.name().to_string()).collect(),
+        latency_rates: Vec::new(),
     };
-    std::fs::write(out.join("bench.json"), serde_json::to_string_pretty(&settings)? + "\n")?;
+    let save = |s: &Settings| -> anyhow::Result<()> {
+        Ok(std::fs::write(out.join("bench.json"), serde_json::to_string_pretty(s)? + "\n")?)
+    };
+    save(&settings)?;
 
     let lock = crate::run::lock_for(common)?;
     let bins = crate::run::prepare(common, &root, &["writer", "ingest", "reconcile"])?;
@@ -122,11 +132,12 @@ pub async fn run(args: &BenchArgs) -> anyhow::Result<bool> {
     let defaults = <crate::cli::Cli as clap::Parser>::try_parse_from(["experiment"])?.run;
     let inner =
         Common { no_build: true, no_stack: true, bin_dir: Some(bins.clone()), k6: Some(k6.clone()), ..common.clone() };
-    let experiment = |name: &str, load: LoadKind, vus: u32| RunArgs {
+    let experiment = |name: &str, load: LoadKind, vus: u32, rates: Option<Vec<u32>>| RunArgs {
         policies: Some(vec!["default".into()]),
         rounds: Some(1),
         load: Some(load),
         vus: Some(vus),
+        rates,
         batch: (load == LoadKind::Batch).then_some(args.batch),
         duration: Some(args.duration.clone()),
         warmup: Some(args.warmup.clone()),
@@ -135,15 +146,27 @@ pub async fn run(args: &BenchArgs) -> anyhow::Result<bool> {
         common: inner.clone(),
         ..defaults.clone()
     };
+    let held = &lock;
+    let run = |a: RunArgs| async move {
+        crate::run::run_in(&a, Some(held)).await.map(|(_, ok)| ok).map_err(|e| match e {
+            crate::run::RunError::Plan(e) => anyhow::Error::from(e),
+            crate::run::RunError::Other(e) => e,
+        })
+    };
     let mut valid = true;
     for (name, load, vus) in [("single", LoadKind::Closed, args.vus), ("batch", LoadKind::Batch, args.batch_vus)] {
         info!("pipeline: {name}");
-        let (_, ok) = crate::run::run_in(&experiment(name, load, vus), Some(&lock)).await.map_err(|e| match e {
-            crate::run::RunError::Plan(e) => anyhow::Error::from(e),
-            crate::run::RunError::Other(e) => e,
-        })?;
-        valid &= ok;
+        valid &= run(experiment(name, load, vus, None)).await?;
     }
+
+    // The latency section: rates from the knee this run measured.
+    let knee = table::knee(&out.join("single"))?;
+    let mut settings = settings;
+    settings.latency_rates = [5.0, 50.0, 80.0].iter().map(|p| (knee * p / 100.0).round().max(1.0) as u32).collect();
+    save(&settings)?;
+    refs.latency(args, settings.latency_rates[0]).await?;
+    info!("pipeline: open loop at {:?} requests/s (5, 50, 80 % of the knee, {knee:.0}/s)", settings.latency_rates);
+    valid &= run(experiment("open", LoadKind::Open, args.vus, Some(settings.latency_rates.clone()))).await?;
     drop(lock);
 
     let md = table::render(&out)?;

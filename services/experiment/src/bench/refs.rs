@@ -28,23 +28,7 @@ impl Refs<'_> {
     /// k6 against the null-202 server: single POSTs, then batch POSTs, the same scripts and id
     /// log as the pipeline runs, so the only difference is what answers.
     pub async fn null_202(&self, args: &BenchArgs) -> anyhow::Result<()> {
-        let base = format!("http://{}", args.null_listen);
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(5)).build()?;
-        let env = [("INGEST_LISTEN".to_string(), args.null_listen.clone())];
-        let server = procs::start(
-            &http,
-            Launch {
-                name: "null_202",
-                bin: &self.examples.join("null_202"),
-                args: &[],
-                env: &env,
-                log: &self.dir.join("null_202.log"),
-                base: &base,
-                ready: "/healthz",
-                timeout: Duration::from_secs(30),
-            },
-        )
-        .await?;
+        let (server, base) = self.start_null(args).await?;
         let dur = ("DURATION", args.duration.clone());
         info!("reference: null 202, single POSTs at {} VUs, {}", args.vus, args.duration);
         let single = [("VUS", args.vus.to_string()), dur.clone(), ("WARMUP_ROUNDS", "0".into())];
@@ -54,6 +38,42 @@ impl Refs<'_> {
         self.null_k6(server.pid, &base, "null-batch", "k6/batch.js", &batch).await?;
         server.stop(Duration::from_secs(5)).await;
         Ok(())
+    }
+
+    /// The null-202 server on its own port, ready.
+    async fn start_null(&self, args: &BenchArgs) -> anyhow::Result<(procs::Service, String)> {
+        let base = format!("http://{}", args.null_listen);
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(5)).build()?;
+        let env = [("INGEST_LISTEN".to_string(), args.null_listen.clone())];
+        let launch = Launch {
+            name: "null_202",
+            bin: &self.examples.join("null_202"),
+            args: &[],
+            env: &env,
+            log: &self.dir.join("null_202.log"),
+            base: &base,
+            ready: "/healthz",
+            timeout: Duration::from_secs(30),
+        };
+        Ok((procs::start(&http, launch).await?, base))
+    }
+
+    /// The latency references at `rate` requests/s, open loop: k6 against the null-202 server
+    /// (`null-open`), and the broker's own produce acknowledgement (`broker-latency`).
+    pub async fn latency(&self, args: &BenchArgs, rate: u32) -> anyhow::Result<()> {
+        let (server, base) = self.start_null(args).await?;
+        info!("reference: null 202, open loop at {rate} requests/s, {}", args.duration);
+        let vars = [
+            ("RATE", rate.to_string()),
+            ("DURATION", args.duration.clone()),
+            ("MAX_VUS", "100".to_string()),
+            ("PRE_VUS", rate.clamp(10, 100).to_string()),
+        ];
+        self.null_k6(server.pid, &base, "null-open", "k6/open-loop.js", &vars).await?;
+        server.stop(Duration::from_secs(5)).await;
+        info!("reference: the broker's acknowledgement alone, one message a record, {rate} records/s");
+        let secs = crate::plan::seconds(&args.duration).unwrap_or(60.0).to_string();
+        self.example("broker-latency", "broker_batches", &["latency", &rate.to_string(), &secs], None).await
     }
 
     async fn null_k6(

@@ -73,6 +73,12 @@ pub(super) fn before(line: &str, unit: &[&str]) -> Option<f64> {
     words.windows(unit.len() + 1).find(|w| w[1..] == *unit).and_then(|w| w[0].replace(',', "").parse().ok())
 }
 
+/// The number just after `word` ("... p50 1.23 ms, p99 4.56 ms").
+pub(super) fn after(line: &str, word: &str) -> Option<f64> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    words.windows(2).find(|w| w[0] == word).and_then(|w| w[1].trim_end_matches(',').parse().ok())
+}
+
 fn alone(refs: &Path, name: &str, records: u32) -> anyhow::Result<Alone> {
     let path = refs.join(format!("alone-{name}.txt"));
     let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
@@ -120,6 +126,66 @@ fn pipeline(dir: &Path, stores: usize) -> anyhow::Result<Pipeline> {
         _ => None,
     };
     Ok(Pipeline { view, e2e_seconds })
+}
+
+/// The pipeline's knee: the single-POST run's accepted rate (a closed loop of many users holds
+/// the pipeline at its limit), from which the latency section's open-loop rates are taken.
+pub(super) fn knee(single: &Path) -> anyhow::Result<f64> {
+    let ev = Evidence::load(single)?;
+    let view = crate::report::analyse(&ev).into_iter().next().context("the single-POST run has no round")?;
+    view.stats.throughput.filter(|t| *t > 0.0).context("the single-POST run measured no rate")
+}
+
+/// The latency section: the references at the lowest rate and the pipeline at each, with the
+/// goals at the lowest (p50 within 1 ms of the broker's, p99 within 2× of it).
+fn latency(md: &mut String, out: &Path, rates: &[u32]) -> anyhow::Result<()> {
+    let refs = out.join("references");
+    let null = null_ref(&refs, "null-open")?;
+    let path = refs.join("broker-latency.txt");
+    let line = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let line = line.lines().last().unwrap_or("");
+    let (b50, b99) = (after(line, "p50"), after(line, "p99"));
+    let ev = Evidence::load(&out.join("open"))?;
+    let views = crate::report::analyse(&ev);
+    writeln!(md, "\n## Latency, open loop\n")?;
+    writeln!(
+        md,
+        "Single POSTs at fixed arrival rates (`k6/open-loop.js`): 5, 50 and 80 % of the knee (the single-POST run's \
+         accepted rate). References at 5 %: the null-202 server, and the broker's own acknowledgement of one-message \
+         records sent alone with the ingest's producer settings (acks=all). Goal at 5 %: p50 ≤ the broker's + 1 ms, \
+         p99 ≤ 2 × the broker's.\n"
+    )?;
+    writeln!(md, "| what | requests/s | achieved/s | p50 ms | p99 ms | goal | reconcile |")?;
+    writeln!(md, "|---|---|---|---|---|---|---|")?;
+    let low = rates.first().copied().unwrap_or(0);
+    writeln!(md, "| null 202 | {low} | {} | {} | {} | | |", fmt(null.requests, 0), fmt(null.p50, 2), fmt(null.p99, 2))?;
+    writeln!(md, "| the broker alone | {low} | — | {} | {} | | |", fmt(b50, 2), fmt(b99, 2))?;
+    for v in &views {
+        let goal = match (v.slot.point == low, v.stats.p50, v.stats.p99, b50, b99) {
+            (true, Some(p50), Some(p99), Some(b50), Some(b99)) => {
+                let ok = |c: bool| if c { "met" } else { "missed" };
+                format!(
+                    "p50 ≤ {:.2}: {}; p99 ≤ {:.2}: {}",
+                    b50 + 1.0,
+                    ok(p50 <= b50 + 1.0),
+                    2.0 * b99,
+                    ok(p99 <= 2.0 * b99)
+                )
+            }
+            _ => String::new(),
+        };
+        let verdict =
+            if v.valid { "exact".to_string() } else { format!("INVALID: {}", crate::gates::reasons(&v.gates)) };
+        writeln!(
+            md,
+            "| pipeline | {} | {} | {} | {} | {goal} | {verdict} |",
+            v.slot.point,
+            fmt(v.stats.throughput, 0),
+            fmt(v.stats.p50, 2),
+            fmt(v.stats.p99, 2)
+        )?;
+    }
+    Ok(())
 }
 
 /// The whole results.md.
@@ -255,12 +321,15 @@ pub(super) fn render(out: &Path) -> anyhow::Result<String> {
         fmt(st.outside_cores, 2),
         fmt(bt.outside_cores, 2)
     )?;
+    if !s.latency_rates.is_empty() {
+        latency(&mut md, out, &s.latency_rates)?;
+    }
     Ok(md)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{before, fmt};
+    use super::{after, before, fmt};
 
     #[test]
     fn the_examples_lines_are_read_by_their_units() {
@@ -270,6 +339,8 @@ mod tests {
         let broker = "broker: 40000 messages in 400 records of ~30000 bytes: produce 90000/s, consume 120000/s, through 51429 msg/s, 3.1 µs CPU/msg (this process)";
         assert_eq!(before(broker, &["msg/s"]), Some(51_429.0));
         assert_eq!(before("no figures here", &["msg/s"]), None);
+        let latency = "broker latency: 100 records of one message at 50/s: p50 1.25 ms, p99 4.50 ms";
+        assert_eq!((after(latency, "p50"), after(latency, "p99")), (Some(1.25), Some(4.5)));
     }
 
     #[test]

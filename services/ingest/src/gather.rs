@@ -8,14 +8,14 @@
 //! (docs/performance.md). Joined here, a window of single POSTs is one record, and librdkafka
 //! sends it as soon as it has it (its own linger is 0 while the ring gathers).
 //!
-//! The window adapts (`--linger-mode adaptive`, the default): a gathered record goes as soon as
+//! The window can adapt (`--linger-mode adaptive`; not yet the default, see docs/architecture.md): a gathered record goes as soon as
 //! nothing is in flight to the broker, and requests gather only while the previous record awaits
 //! its acknowledgement, as Nagle's algorithm does for TCP segments; but records go at most one per
-//! quarter window. An idle ingest then sends a request's record at once instead of holding it for
-//! the whole window. A busy one still makes large records: without the quarter-window spacing the
-//! broker's round trip (a few ms) set the record size under load, and tansu's CPU per message
-//! doubled (its work is per record). `--linger-ms` stays the upper bound. `--linger-mode fixed`
-//! always waits for the window.
+//! [`spacing`] (a quarter window, 5 ms at most). An idle ingest then sends a request's record at
+//! once instead of holding it for the whole window. A busy one still makes large records: without
+//! the spacing the broker's round trip (a few ms) set the record size under load, and tansu's CPU
+//! per message doubled (its work is per record). `--linger-ms` stays the upper bound.
+//! `--linger-mode fixed` always waits for the window.
 //!
 //! The acknowledgement contract is unchanged: a gathered record carries the acknowledgement of
 //! every request record it holds, and its delivery report is reported to each of them, so a
@@ -24,6 +24,13 @@
 use crate::ack::Ack;
 use pipeline_common::record::Joined;
 use std::time::{Duration, Instant};
+
+/// The least time between two gathered records of an adaptive window: a quarter of the window,
+/// so records under load stay a few times larger than the broker's round trip would make them,
+/// but never more than 5 ms, so a long window does not hold a quiet request for a quarter of it.
+pub(crate) fn spacing(window: Duration) -> Duration {
+    (window / 4).min(Duration::from_millis(5))
+}
 
 /// What a request puts in the ring.
 pub struct Entry {
@@ -69,7 +76,7 @@ pub struct Gather {
     /// When the first record of the one being gathered was taken from the ring.
     first: Option<Instant>,
     /// When the last gathered record was made ready: an adaptive window sends the next one no
-    /// sooner than a quarter window after it.
+    /// sooner than [`spacing`] after it.
     last_sent: Option<Instant>,
     /// Ring bytes (`Entry::bytes`) of the record being gathered, and of the ready ones: the ring
     /// counts them as held until they are handed to librdkafka, so its byte bound still bounds
@@ -135,9 +142,9 @@ impl Gather {
 
     /// Sends the record being gathered if its window is over, or, with an adaptive window, if
     /// nothing is in flight (`in_flight` is the publisher's count) and the last record went at
-    /// least a quarter window ago.
+    /// least [`spacing`] ago.
     pub fn flush_if_due(&mut self, now: Instant, in_flight: usize) {
-        let spaced = self.last_sent.is_none_or(|t| now.saturating_duration_since(t) >= self.window / 4);
+        let spaced = self.last_sent.is_none_or(|t| now.saturating_duration_since(t) >= spacing(self.window));
         if self.due_in(now) == Some(Duration::ZERO) || (self.adaptive && in_flight == 0 && spaced) {
             self.flush_at(now);
         }
@@ -259,7 +266,8 @@ mod tests {
         g.push(entry(r#"{"id":"c"}"#, None), t0 + Duration::from_millis(2));
         g.flush_if_due(t0 + Duration::from_millis(3), 1);
         assert!(!g.has_ready(), "gathers while the previous record awaits its acknowledgement");
-        // ...and go together once it is acknowledged, a quarter window (5 ms) after the last.
+        // ...and go together once it is acknowledged, a quarter window (5 ms) after the last sent,
+        // not after the first gathered (at 1 ms: that would allow 6).
         g.flush_if_due(t0 + Duration::from_millis(4), 0);
         assert!(!g.has_ready(), "records go at most one per quarter window");
         g.flush_if_due(t0 + Duration::from_millis(6), 0);
@@ -271,6 +279,11 @@ mod tests {
         g.flush_if_due(t0 + Duration::from_millis(27), 1);
         assert_eq!(payloads(&mut g), vec![r#"{"id":"d"}"#]);
         // A fixed window waits for the window even when the link is idle.
+        assert_eq!(
+            spacing(Duration::from_secs(40)),
+            Duration::from_millis(5),
+            "a long window is not waited a quarter of"
+        );
         let mut f = Gather::new(1 << 10, window, false);
         f.push(entry(r#"{"id":"e"}"#, None), t0);
         f.flush_if_due(t0 + Duration::from_millis(1), 0);

@@ -71,8 +71,8 @@ pub fn producer_client_config(cfg: &IngestConfig) -> ClientConfig {
         .set("message.timeout.ms", (cfg.deadline_ms * 6).max(30_000).to_string())
         // Records carry no key (the message id is in the payload, and nothing downstream
         // reads a key), and each linger window's records go to one partition, then the next
-        // (`crate::partitions`): one produce request per window instead of one per
-        // partition. tansu answers a connection's requests one at a time; with four
+        // (`crate::partitions`): produce requests to one partition at a time instead of one per
+        // partition (an adaptive window may send a few records within one window). tansu answers a connection's requests one at a time; with four
         // requests per window, librdkafka's broker thread spun on `poll(0)` while its
         // in-flight window was full (the figures are in docs/performance.md).
         // Until the partition count is known, the sticky partitioner does the same at

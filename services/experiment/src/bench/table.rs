@@ -109,8 +109,7 @@ impl Pipeline {
 }
 
 fn pipeline(dir: &Path, stores: usize) -> anyhow::Result<Pipeline> {
-    let ev = Evidence::load(dir)?;
-    let view = crate::report::analyse(&ev).into_iter().next().context("the run has no round")?;
+    let (ev, view) = first_round(dir)?;
     let round = ev.rounds.first().context("the run has no round")?;
     let started = round.record.k6.as_ref().map(|k| k.started_s);
     let entered = view.stats.messages;
@@ -131,9 +130,25 @@ fn pipeline(dir: &Path, stores: usize) -> anyhow::Result<Pipeline> {
 /// The pipeline's knee: the single-POST run's accepted rate (a closed loop of many users holds
 /// the pipeline at its limit), from which the latency section's open-loop rates are taken.
 pub(super) fn knee(single: &Path) -> anyhow::Result<f64> {
-    let ev = Evidence::load(single)?;
-    let view = crate::report::analyse(&ev).into_iter().next().context("the single-POST run has no round")?;
+    let (_, view) = first_round(single)?;
     view.stats.throughput.filter(|t| *t > 0.0).context("the single-POST run measured no rate")
+}
+
+/// A one-round experiment's evidence and the view of its round.
+fn first_round(dir: &Path) -> anyhow::Result<(Evidence, RoundView)> {
+    let ev = Evidence::load(dir)?;
+    let view =
+        crate::report::analyse(&ev).into_iter().next().with_context(|| format!("{} has no round", dir.display()))?;
+    Ok((ev, view))
+}
+
+/// The reconcile column: `exact`, or why the round is invalid.
+fn verdict(v: &RoundView) -> String {
+    if v.valid {
+        "exact".to_string()
+    } else {
+        format!("INVALID: {}", crate::gates::reasons(&v.gates))
+    }
 }
 
 /// The latency section: the references at the lowest rate and the pipeline at each, with the
@@ -174,8 +189,7 @@ fn latency(md: &mut String, out: &Path, rates: &[u32]) -> anyhow::Result<()> {
             }
             _ => String::new(),
         };
-        let verdict =
-            if v.valid { "exact".to_string() } else { format!("INVALID: {}", crate::gates::reasons(&v.gates)) };
+        let verdict = verdict(v);
         writeln!(
             md,
             "| pipeline | {} | {} | {} | {} | {goal} | {verdict} |",
@@ -237,8 +251,7 @@ pub(super) fn render(out: &Path) -> anyhow::Result<String> {
     for (label, p, ref_text, ref_rate, goal) in rows {
         let v = &p.view;
         let ratio = p.e2e().zip(ref_rate).map(|(e, r)| e / r);
-        let verdict =
-            if v.valid { "exact".to_string() } else { format!("INVALID: {}", crate::gates::reasons(&v.gates)) };
+        let verdict = verdict(v);
         writeln!(
             md,
             "| pipeline, {label} | {} | {} | {} | {} | {} | {ref_text} | {} | {goal} | {verdict} |",

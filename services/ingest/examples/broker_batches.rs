@@ -74,7 +74,7 @@ async fn latency(mut argv: impl Iterator<Item = String>) -> anyhow::Result<()> {
     let mut cfg = IngestConfig::try_parse_from(["ingest"])?;
     cfg.kafka.topic = format!("bench_broker_latency_{}", std::process::id());
     ensure_topic(&cfg.kafka, &cfg.kafka.topic, 4).await?;
-    let producer: FutureProducer = producer_client_config(&cfg).create()?;
+    let producer: FutureProducer = producer_client_config(&cfg.producer()).create()?;
     let payload = record_payload(0, 1, &body(body_bytes))?;
     // One record first, not timed: the producer's first send waits for the topic's metadata
     // and the partition leaders (hundreds of ms), which is start-up, not the acknowledgement.
@@ -135,7 +135,7 @@ async fn main() -> anyhow::Result<()> {
     let bytes: usize = payloads.iter().map(Vec::len).sum();
 
     let producer: FutureProducer =
-        producer_client_config(&cfg).set("queue.buffering.max.kbytes", (bytes / 1024 + 1024).to_string()).create()?;
+        producer_client_config(&cfg.producer()).set("queue.buffering.max.kbytes", (bytes / 1024 + 1024).to_string()).create()?;
     let (t0, c0) = (Instant::now(), cpu_seconds(None).unwrap_or(0.0));
     let mut pending = Vec::with_capacity(records);
     for payload in &payloads {

@@ -230,6 +230,25 @@ impl IngestConfig {
         Ok(())
     }
 
+    /// The producer's part of the flags (`crate::kafka`).
+    pub fn producer(&self) -> crate::kafka::ProducerSettings {
+        crate::kafka::ProducerSettings {
+            kafka: self.kafka.clone(),
+            linger_ms: self.linger_ms,
+            gathers: self.gathers(),
+            batch_bytes: self.batch_bytes,
+            queue_records: self.producer_queue,
+            deadline: self.deadline(),
+            // A batch's record (`--record-max-bytes`) or one message on its own: at most what
+            // the single-message route reads, which bounds the JSON the ingest writes for it.
+            largest_record: (
+                self.record_max_bytes.max(self.max_message_request_bytes()),
+                format!("--record-max-bytes {}, or one message of MAX_BODY_BYTES {}", self.record_max_bytes, self.max_body_bytes),
+            ),
+            options: self.producer_options.clone(),
+        }
+    }
+
     /// Whether the ring consumer gathers requests into records (`crate::gather`): always, except
     /// in the one-record-per-message format (`--record-max-bytes 0`).
     pub fn gathers(&self) -> bool {

@@ -6,7 +6,7 @@
 //! travels with each of its records as the delivery opaque, so no map of pending ids is needed.
 
 use crate::ack::{Ack, Delivery};
-use crate::config::IngestConfig;
+use pipeline_common::config::{KafkaArgs, KafkaOptions};
 use crate::gather::{Pending, Publish};
 use crate::partitions::Rotation;
 use metrics::{counter, histogram};
@@ -52,23 +52,44 @@ impl ProducerContext for DeliveryCtx {
     }
 }
 
+/// What the producer needs of the ingest's flags, and nothing else: the ring, the routes and
+/// the HTTP edge have their own parts of `IngestConfig` (`IngestConfig::producer` builds it).
+#[derive(Debug, Clone)]
+pub struct ProducerSettings {
+    pub kafka: KafkaArgs,
+    /// The gathering window (`--linger-ms`): the ring's when it gathers, else librdkafka's linger.
+    pub linger_ms: u64,
+    /// Whether the ring gathers requests into records (then librdkafka must not linger again).
+    pub gathers: bool,
+    /// librdkafka's `batch.size`.
+    pub batch_bytes: usize,
+    /// librdkafka's `queue.buffering.max.messages`.
+    pub queue_records: usize,
+    /// The request deadline: a record waits at most half of it for room in librdkafka's queue.
+    pub deadline: Duration,
+    /// The largest record the ingest may hand over, and which flags make it so (for the error).
+    pub largest_record: (usize, String),
+    /// `--producer-options`.
+    pub options: KafkaOptions,
+}
+
 /// The ingest's producer configuration: the pipeline's producer settings plus the ingest's
 /// tuning and `--producer-options`. Public so the broker benchmark (`examples/broker_batches.rs`)
 /// measures tansu with exactly what the ingest sends.
-pub fn producer_client_config(cfg: &IngestConfig) -> ClientConfig {
+pub fn producer_client_config(cfg: &ProducerSettings) -> ClientConfig {
     let mut config = producer_config(&cfg.kafka);
     config
         // While the ring gathers requests into records for `--linger-ms` (`crate::gather`), a
         // record is ready when it reaches librdkafka: lingering again would only add latency.
-        .set("linger.ms", if cfg.gathers() { "0".to_string() } else { cfg.linger_ms.to_string() })
+        .set("linger.ms", if cfg.gathers { "0".to_string() } else { cfg.linger_ms.to_string() })
         .set("batch.size", cfg.batch_bytes.to_string())
-        .set("queue.buffering.max.messages", cfg.producer_queue.to_string())
+        .set("queue.buffering.max.messages", cfg.queue_records.to_string())
         // Bytes as well as records: a batch POST is one record of up to --record-max-bytes, so
         // 100,000 records could be gigabytes (librdkafka's default bound is 1 GiB). 64 MiB is
         // tens of seconds of this machine's traffic; past it the ring backs up into 503s.
         .set("queue.buffering.max.kbytes", "65536")
         // Give up on a record well after the HTTP deadline, so a delivery report always comes.
-        .set("message.timeout.ms", (cfg.deadline_ms * 6).max(30_000).to_string())
+        .set("message.timeout.ms", (cfg.deadline.as_millis() * 6).max(30_000).to_string())
         // Records carry no key (the message id is in the payload, and nothing downstream
         // reads a key), and each linger window's records go to one partition, then the next
         // (`crate::partitions`): produce requests to one partition at a time instead of one per
@@ -86,7 +107,7 @@ pub fn producer_client_config(cfg: &IngestConfig) -> ClientConfig {
         // which stops the wake-ups (docs/performance.md, "librdkafka's spinning broker
         // thread"). tansu answers a connection's requests one at a time anyway.
         .set("max.in.flight.requests.per.connection", "1");
-    cfg.producer_options.apply(&mut config);
+    cfg.options.apply(&mut config);
     config
 }
 
@@ -109,28 +130,25 @@ pub struct Publisher {
 }
 
 impl Publisher {
-    pub fn new(cfg: &IngestConfig) -> Result<Publisher, KafkaError> {
+    pub fn new(cfg: &ProducerSettings) -> Result<Publisher, KafkaError> {
         let config = producer_client_config(cfg);
         // The partition turns with each window of records: the ring's gathering window, or (when
         // it does not gather) the linger librdkafka really uses (`--producer-options` may set
         // `linger.ms`); turning faster would split a linger window over several partitions.
-        let linger = match cfg.gathers() {
+        let linger = match cfg.gathers {
             true => cfg.linger_ms as f64,
             false => config.get("linger.ms").and_then(|v| v.parse::<f64>().ok()).unwrap_or(cfg.linger_ms as f64),
         };
         // Every record must fit the producer's limit with room for its framing, or a valid
         // request would fail at librdkafka after validation said 202-worthy, again on every
-        // retry. The largest record is a batch's (`--record-max-bytes`) or one message on its
-        // own: at most what the single-message route reads (`max_message_request_bytes`, which
-        // bounds the JSON the ingest writes for it). The broker's own limit (tansu's, a topic's
+        // retry (`ProducerSettings::largest_record`). The broker's own limit (tansu's, a topic's
         // `max.message.bytes`) is not visible from here: docs/architecture.md says to keep it at
         // least this large.
         let max = config.get("message.max.bytes").and_then(|v| v.parse::<usize>().ok()).unwrap_or(1_000_000);
-        let largest = cfg.record_max_bytes.max(cfg.max_message_request_bytes());
+        let (largest, why) = &cfg.largest_record;
         if largest.saturating_add(RECORD_FRAMING) > max {
             return Err(KafkaError::ClientCreation(format!(
-                "the largest record ({largest} bytes: --record-max-bytes {}, or one message of MAX_BODY_BYTES {}) does not fit the producer's message.max.bytes {max} (minus {RECORD_FRAMING} bytes of framing); raise message.max.bytes with --producer-options (and the broker's limit), or lower them",
-                cfg.record_max_bytes, cfg.max_body_bytes
+                "the largest record ({largest} bytes: {why}) does not fit the producer's message.max.bytes {max} (minus {RECORD_FRAMING} bytes of framing); raise message.max.bytes with --producer-options (and the broker's limit), or lower them"
             )));
         }
         let in_flight = Arc::new(AtomicUsize::new(0));
@@ -142,7 +160,7 @@ impl Publisher {
             // Half the request deadline: a record that cannot enter librdkafka gives up while its
             // request still waits, so the request can truthfully answer 503 (never written)
             // instead of 504 (uncertain).
-            queue_full_timeout: cfg.deadline() / 2,
+            queue_full_timeout: cfg.deadline / 2,
             closing: Arc::new(Mutex::new(None)),
             rotation: Rotation::new(Duration::from_secs_f64(linger.max(0.0) / 1000.0)),
             in_flight,
@@ -235,13 +253,14 @@ impl Publish for Publisher {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::IngestConfig;
 
     #[test]
     fn the_partition_turns_with_each_window_of_records() {
         use clap::Parser;
         let window = |args: &[&str]| {
             let cfg = IngestConfig::try_parse_from([&["ingest"], args].concat()).expect("flags parse");
-            Publisher::new(&cfg).expect("a producer").rotation().window()
+            Publisher::new(&cfg.producer()).expect("a producer").rotation().window()
         };
         assert_eq!(window(&["--linger-ms", "7"]), Duration::from_millis(7));
         // The ring gathers for --linger-ms: records come once per window, whatever librdkafka's.
@@ -256,7 +275,7 @@ mod tests {
         use clap::Parser;
         let publisher = |args: &[&str]| {
             let cfg = IngestConfig::try_parse_from([&["ingest"], args].concat()).expect("flags parse");
-            Publisher::new(&cfg).map(|_| ())
+            Publisher::new(&cfg.producer()).map(|_| ())
         };
         assert!(publisher(&[]).is_ok(), "the defaults fit");
         let e = publisher(&["--record-max-bytes", "999000"]).expect_err("over message.max.bytes");

@@ -42,7 +42,7 @@ impl Application {
                 tracing::warn!(error = %e, topic = %kafka.topic, brokers = %kafka.brokers, "could not create the topic");
             }
         });
-        let publisher = Publisher::new(&cfg).context("creating the Kafka producer")?;
+        let publisher = Publisher::new(&cfg.producer()).context("creating the Kafka producer")?;
         let ready = crate::ready::Readiness::new();
         tokio::spawn(ready.clone().keep(publisher.clone()));
         let ready = web::Data::from(ready);

@@ -128,28 +128,38 @@ pub(crate) fn resolve_url(kind: StoreKind, url: &str, file: Option<&std::path::P
     pipeline_common::secret::read_or(url, file).map_err(|e| StoreError::permanent(kind, e))
 }
 
-/// The environment that gives a child process a store's URL: the file's name when the flags
-/// named one (so no secret travels in an environment variable), else the URL itself.
-pub(crate) fn url_env(
-    (var, file_var): (&'static str, &'static str),
-    url: &str,
-    file: Option<&std::path::Path>,
-) -> (&'static str, String) {
-    match file {
-        Some(f) => (file_var, f.display().to_string()),
-        None => (var, url.to_string()),
-    }
+/// The environment that gives a child process the same flags as `flags`, derived from clap's
+/// own description of them, so a new flag cannot be forgotten: each flag's `env` name with its
+/// value. A flag's id is `STORE-FIELD` (`mysql-url` is `MysqlArgs::url`, kebab-cased by serde);
+/// an unset optional flag is left out, and so is a flag whose `-file` twin is set, so a secret
+/// read from a file travels as the file's name, never in an environment variable.
+pub(crate) fn flags_env<T: clap::Args + serde::Serialize>(store: &str, flags: &T) -> Vec<(String, String)> {
+    let values = match serde_json::to_value(flags) {
+        Ok(serde_json::Value::Object(map)) => map,
+        _ => return Vec::new(),
+    };
+    let value = |id: &str| -> Option<String> {
+        match values.get(id.strip_prefix(store)?.strip_prefix('-')?)? {
+            serde_json::Value::Null => None,
+            serde_json::Value::String(s) => Some(s.clone()),
+            other => Some(other.to_string()),
+        }
+    };
+    let cmd = T::augment_args(clap::Command::new(store.to_string()));
+    cmd.get_arguments()
+        .filter(|arg| value(&format!("{}-file", arg.get_id())).is_none())
+        .filter_map(|arg| Some((arg.get_env()?.to_string_lossy().into_owned(), value(arg.get_id().as_str())?)))
+        .collect()
 }
 
 /// How long connecting and each short admin call may take before the store counts as down.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A store's flags (its `args.rs`).
-pub trait StoreFlags: clap::Args + clap::FromArgMatches + Clone + fmt::Debug + Send + Sync {
-    /// The environment that gives a child process these same flags (each flag's `env` name and
-    /// value), so tests and the experiment runner can start services against the same stores.
-    fn env(&self) -> Vec<(&'static str, String)>;
-
+///
+/// Its fields serialize (serde, kebab-case) to the flag ids without the store's prefix, which is
+/// how [`StoreArgs::env`] gives a child process the same flags.
+pub trait StoreFlags: clap::Args + clap::FromArgMatches + serde::Serialize + Clone + fmt::Debug + Send + Sync {
     /// `Some(host)` when the store's link would carry data in plaintext to another machine
     /// (refused at start without `--allow-plaintext`).
     fn plaintext_host(&self) -> Option<String>;

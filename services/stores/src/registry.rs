@@ -68,10 +68,12 @@ macro_rules! registry {
                 }
             }
 
-            /// The environment that gives a child process these same store flags.
-            pub fn env(&self) -> Vec<(&'static str, String)> {
+            /// The environment that gives a child process these same store flags (each flag's
+            /// `env` name and value), so tests and the experiment runner can start services
+            /// against the same stores. See [`crate::flags_env`].
+            pub fn env(&self) -> Vec<(String, String)> {
                 let mut env = Vec::new();
-                $(env.extend(self.$folder.env());)*
+                $(env.extend(crate::flags_env($name, &self.$folder));)*
                 env
             }
         }
@@ -130,8 +132,9 @@ impl std::fmt::Display for StoreKind {
 mod tests {
     use super::*;
 
-    /// `env()` is written by hand next to each store's flags; this catches a flag it forgets or
-    /// misnames: every flag with an `env` name is in it, and parsing it back gives the same flags.
+    /// `env()` is derived from clap's command and serde's field names; this catches a flag whose
+    /// id does not follow `STORE-FIELD`: every flag with an `env` name is in it, and parsing it
+    /// back gives the same flags.
     #[test]
     fn env_gives_a_child_the_same_store_flags() {
         #[derive(clap::Parser)]
@@ -145,7 +148,7 @@ mod tests {
         args.es.index = "other".into();
         let env = args.env();
         for arg in cmd.get_arguments() {
-            // A `_FILE` twin is passed instead of its value only when set (see `url_env`).
+            // A `_FILE` twin is passed instead of its value only when set (see `flags_env`).
             // An optional flag without a value is passed only when set (MYSQL_ADMIN_URL).
             if let Some(name) =
                 arg.get_env().and_then(|e| e.to_str()).filter(|n| !n.ends_with("_FILE") && *n != "MYSQL_ADMIN_URL")

@@ -150,7 +150,7 @@ async fn a_mongo_document_is_the_message_with_a_bson_date() {
     let batch = messages(3, "md");
     assert!(store.write(&batch, Older).await.unwrap().is_empty());
     let client = mongodb::Client::with_uri_str(&args.url).await.unwrap();
-    let coll = client.database(&args.database).collection::<Document>(&args.collection);
+    let coll = client.database(&args.db).collection::<Document>(&args.collection);
     let m = &batch[1];
     let mut d = coll.find_one(doc! { "_id": &m.id }).await.unwrap().expect("the document");
     // An int64 (nx-27017 hands small ones back as int32).

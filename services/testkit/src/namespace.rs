@@ -58,8 +58,8 @@ impl Namespace {
             ("INGEST_KEY_FILE", api_key().token_file.display().to_string()),
         ]
         .into_iter()
-        .chain(self.stores.env())
         .map(|(k, v)| (k.to_string(), v))
+        .chain(self.stores.env())
         .collect()
     }
 

@@ -167,7 +167,7 @@ impl Ab<'_> {
         let dir = self.out.join(format!("{}{r}", side.label));
         std::fs::create_dir_all(&dir)?;
         pipeline_common::kafka::ensure_topic(&self.args.kafka, &tag, self.args.kafka.partitions).await?;
-        let mut env: Vec<(String, String)> = side.stores.env().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        let mut env: Vec<(String, String)> = side.stores.env();
         env.extend([
             ("KAFKA_TOPIC".to_string(), tag.clone()),
             ("KAFKA_GROUP".to_string(), format!("{tag}_w")),

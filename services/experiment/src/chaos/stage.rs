@@ -63,7 +63,7 @@ impl<'a> Stage<'a> {
         kafka.topic = format!("chaos-{}-{name}", set.stamp);
         kafka.group = format!("{}-writers", kafka.topic);
         let mut child_env: Vec<(String, String)> =
-            set.stores.env().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+            set.stores.env();
         child_env.extend([
             ("KAFKA_TOPIC".to_string(), kafka.topic.clone()),
             ("KAFKA_GROUP".to_string(), kafka.group.clone()),

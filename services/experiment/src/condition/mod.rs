@@ -34,7 +34,7 @@ impl Conditions {
             let upstream = args.redirect(d.store, &listener.local_addr()?.to_string(), secrets.path())?;
             proxies.push(Proxy::start(*d, listener, upstream));
         }
-        let writer_env = args.env().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        let writer_env = args.env();
         Ok(Conditions { proxies, writer_env, _secrets: Some(secrets) })
     }
 

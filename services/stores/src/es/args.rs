@@ -5,7 +5,8 @@ use clap::Args;
 use std::time::Duration;
 
 /// Elasticsearch or OpenSearch (ES 7.10 API and later).
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub struct EsArgs {
     /// Base URL of the Elasticsearch / OpenSearch HTTP API (`https://user:pass@host` for basic auth): prefer --es-url-file when it holds a password.
     #[arg(
@@ -71,21 +72,5 @@ impl StoreFlags for EsArgs {
 
     fn plaintext_host(&self) -> Option<String> {
         crate::remote_plaintext(&self.connection_url().ok()?, |u| u.scheme() == "https")
-    }
-
-    fn env(&self) -> Vec<(&'static str, String)> {
-        let files = [
-            ("ES_CA_FILE", &self.ca_file),
-            ("ES_API_KEY_FILE", &self.api_key_file),
-            ("ES_BEARER_FILE", &self.bearer_file),
-        ];
-        let mut env = vec![
-            crate::url_env(("ES_URL", "ES_URL_FILE"), &self.url, self.url_file.as_deref()),
-            ("ES_INDEX", self.index.clone()),
-            ("ES_TIMEOUT_MS", self.timeout_ms.to_string()),
-            ("ES_REFRESH_INTERVAL", self.refresh_interval.clone()),
-        ];
-        env.extend(files.into_iter().filter_map(|(var, f)| f.as_ref().map(|f| (var, f.display().to_string()))));
-        env
     }
 }

@@ -3,7 +3,8 @@
 use crate::StoreFlags;
 use clap::Args;
 
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub struct MongoArgs {
     /// Connection URL (`tls`, `tlsCAFile`, `authSource` options work as the driver documents): prefer --mongo-url-file when it holds a password.
     #[arg(
@@ -20,7 +21,7 @@ pub struct MongoArgs {
     pub url_file: Option<std::path::PathBuf>,
     /// Database holding the messages.
     #[arg(id = "mongo-db", long = "mongo-db", env = "MONGO_DB", default_value = "pipeline")]
-    pub database: String,
+    pub db: String,
     /// Collection holding the messages.
     #[arg(id = "mongo-collection", long = "mongo-collection", env = "MONGO_COLLECTION", default_value = "messages")]
     pub collection: String,
@@ -43,13 +44,5 @@ impl StoreFlags for MongoArgs {
         crate::remote_plaintext(&self.connection_url().ok()?, |u| {
             u.scheme() == "mongodb+srv" || u.query_pairs().any(|(k, v)| (k == "tls" || k == "ssl") && v == "true")
         })
-    }
-
-    fn env(&self) -> Vec<(&'static str, String)> {
-        vec![
-            crate::url_env(("MONGO_URL", "MONGO_URL_FILE"), &self.url, self.url_file.as_deref()),
-            ("MONGO_DB", self.database.clone()),
-            ("MONGO_COLLECTION", self.collection.clone()),
-        ]
     }
 }

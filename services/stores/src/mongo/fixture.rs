@@ -7,7 +7,7 @@ use async_trait::async_trait;
 #[async_trait]
 impl Fixture for MongoStore {
     async fn isolate(args: &mut MongoArgs, namespace: &str, _slot: crate::Slot) -> Result<(), StoreError> {
-        args.database = namespace.to_string();
+        args.db = namespace.to_string();
         Ok(())
     }
 }

@@ -151,7 +151,7 @@ impl Backend for MongoStore {
         opts.server_selection_timeout = Some(CONNECT_TIMEOUT);
         opts.app_name = Some("pipeline".into());
         let client = Client::with_options(opts).map_err(err)?;
-        Ok(Self { coll: client.database(&args.database).collection(&args.collection) })
+        Ok(Self { coll: client.database(&args.db).collection(&args.collection) })
     }
 }
 

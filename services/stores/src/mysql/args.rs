@@ -4,7 +4,8 @@ use crate::StoreFlags;
 use clap::Args;
 
 /// MySQL / MariaDB, the system of record.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub struct MysqlArgs {
     /// Connection URL (database included). It holds the password: prefer --mysql-url-file.
     #[arg(
@@ -65,18 +66,5 @@ impl StoreFlags for MysqlArgs {
                     && ["required", "verify_ca", "verify_identity"].contains(&v.to_ascii_lowercase().as_str())
             })
         })
-    }
-
-    fn env(&self) -> Vec<(&'static str, String)> {
-        let mut env = vec![
-            crate::url_env(("MYSQL_URL", "MYSQL_URL_FILE"), &self.url, self.url_file.as_deref()),
-            ("MYSQL_POOL", self.pool.to_string()),
-        ];
-        match (&self.admin_url, &self.admin_url_file) {
-            (_, Some(f)) => env.push(("MYSQL_ADMIN_URL_FILE", f.display().to_string())),
-            (Some(u), None) => env.push(("MYSQL_ADMIN_URL", u.clone())),
-            (None, None) => {}
-        }
-        env
     }
 }

@@ -3,7 +3,8 @@
 use crate::StoreFlags;
 use clap::Args;
 
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub struct RedisArgs {
     /// Connection URL (database number as the path; a password as `redis://:PASS@host`): prefer --redis-url-file when it holds one.
     #[arg(
@@ -38,11 +39,5 @@ impl StoreFlags for RedisArgs {
 
     fn plaintext_host(&self) -> Option<String> {
         crate::remote_plaintext(&self.connection_url().ok()?, |u| u.scheme() == "rediss")
-    }
-
-    fn env(&self) -> Vec<(&'static str, String)> {
-        let mut env = vec![crate::url_env(("REDIS_URL", "REDIS_URL_FILE"), &self.url, self.url_file.as_deref())];
-        env.extend(self.ca_file.iter().map(|f| ("REDIS_CA_FILE", f.display().to_string())));
-        env
     }
 }

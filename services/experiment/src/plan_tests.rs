@@ -67,3 +67,22 @@ fn policies_are_the_seeds() {
     assert_eq!(builtin("C-6").expect("C-6").writer_args.last().map(String::as_str), Some("6"));
     assert!(Plan { policies: vec!["Z".into()], ..Plan::default() }.validate().is_err());
 }
+
+/// Every plan shipped in `plans/` parses, validates and names only known policies: a user
+/// copying one from the README or docs/experiment.md must not meet a typo first.
+#[test]
+fn every_shipped_plan_is_valid() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("plans");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).expect("plans/").flatten() {
+        let path = entry.path();
+        let text = std::fs::read_to_string(&path).expect("readable");
+        let plan = Plan::from_toml(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        plan.validate().unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for p in &plan.policies {
+            plan.policy_def(p).unwrap_or_else(|e| panic!("{}: policy {p}: {e}", path.display()));
+        }
+        seen += 1;
+    }
+    assert!(seen >= 3, "plans/ holds {seen} plans");
+}

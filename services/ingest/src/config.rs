@@ -137,10 +137,9 @@ pub struct IngestConfig {
     pub linger_ms: u64,
     /// adaptive: a gathered record goes as soon as no record is in flight to the broker (and at
     /// the latest after --linger-ms), so a 202 waits for the window only while the broker is
-    /// busy with the record before; fixed: it always waits the whole window. Not yet the
-    /// default: with adaptive, a re-used-id test under kills and a rebalance left messages
-    /// unstored (docs/architecture.md, "Why the window adapts").
-    #[arg(long, env = "INGEST_LINGER_MODE", value_enum, default_value_t = LingerMode::Fixed)]
+    /// busy with the record before; fixed: it always waits the whole window (docs/architecture.md,
+    /// "Why the window adapts").
+    #[arg(long, env = "INGEST_LINGER_MODE", value_enum, default_value_t = LingerMode::Adaptive)]
     pub linger_mode: LingerMode,
     /// Kafka producer batch size, in bytes.
     #[arg(long, env = "INGEST_BATCH_BYTES", default_value_t = 1 << 20)]

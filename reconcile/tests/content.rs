@@ -12,23 +12,7 @@ use pipeline_stores::Overwrite::{Older, OlderOrSame};
 use pipeline_stores::{Store, StoreKind};
 use pipeline_testkit::{exclusive, messages, Namespace};
 use serde_json::Value;
-use std::process::Command;
 use std::sync::Arc;
-
-fn reconcile(ns: &Namespace, args: &[&str]) -> (i32, Value) {
-    let out = Command::new(pipeline_testkit::bin_path("reconcile"))
-        .arg("--json")
-        .args(["--drain-timeout", "60"])
-        .args(args)
-        .envs(ns.env())
-        .env("WRITER_DLQ_TOPIC", format!("{}.dlq", ns.name))
-        .output()
-        .expect("run reconcile");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let json = serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("{e}: {stdout} / {}", String::from_utf8_lossy(&out.stderr)));
-    (out.status.code().expect("exit code"), json)
-}
 
 fn store(stores: &[Arc<dyn Store>], kind: StoreKind) -> &dyn Store {
     stores.iter().find(|s| s.kind() == kind).expect("store").as_ref()
@@ -74,7 +58,7 @@ async fn every_kind_of_content_difference_is_reported_and_repaired_from_mysql() 
         let part = if s.kind() == StoreKind::Es { &msgs[..19] } else { &msgs[..] };
         s.write(part, Older).await.unwrap();
     }
-    let (code, clean) = reconcile(&ns, &["diff", "--ids", &sent]);
+    let (code, clean) = ns.reconcile(60, &["diff", "--ids", &sent]);
     assert_eq!(nonzero(&clean).iter().map(|c| c.0.as_str()).collect::<Vec<_>>(), ["missing from es"], "{clean}");
     assert_eq!((code, clean["content"]["checked_against_sent"].as_u64()), (1, Some(20)), "{clean}");
 
@@ -109,7 +93,7 @@ async fn every_kind_of_content_difference_is_reported_and_repaired_from_mysql() 
     redis::cmd("SET").arg(format!("msg:{}", msgs[5].id)).arg("{not json").query_async::<()>(&mut conn).await.unwrap();
     redis.write(&messages(1, "stray"), Older).await.unwrap();
 
-    let (code, report) = reconcile(&ns, &["diff", "--ids", &sent]);
+    let (code, report) = ns.reconcile(60, &["diff", "--ids", &sent]);
     assert_eq!(code, 1, "{report}");
     let found = nonzero(&report);
     let names: Vec<&str> = found.iter().map(|c| c.0.as_str()).collect();
@@ -135,29 +119,29 @@ async fn every_kind_of_content_difference_is_reported_and_repaired_from_mysql() 
     assert_eq!(get("not what was sent (mongo)").1, 2);
     let example = report["classes"]["mismatched (es)"]["examples"][0].as_str().unwrap_or_default();
     assert!(example.contains("sender: mysql \"user-2\" vs es \"use\""), "an example shows both values: {example}");
-    let (code, totals) = reconcile(&ns, &["count", "--expect-from", &sent]);
+    let (code, totals) = ns.reconcile(60, &["count", "--expect-from", &sent]);
     assert_eq!(code, 1, "count --expect-from checks content too: {totals}");
 
     // Repair: a dry run changes nothing.
-    let (code, dry) = reconcile(&ns, &["repair", "--dry-run"]);
+    let (code, dry) = ns.reconcile(60, &["repair", "--dry-run"]);
     assert_eq!(code, 1, "something to do: {dry}");
     assert_eq!(repair_of(&dry, "redis")["mismatched"]["total"], 2, "{dry}");
     assert_eq!(repair_of(&dry, "es")["missing"]["total"], 1, "{dry}");
     assert_eq!(repair_of(&dry, "mongo")["mismatched"]["total"], 2, "{dry}");
-    assert_eq!(reconcile(&ns, &["diff", "--ids", &sent]).1["classes"], report["classes"], "the dry run wrote nothing");
+    assert_eq!(ns.reconcile(60, &["diff", "--ids", &sent]).1["classes"], report["classes"], "the dry run wrote nothing");
     // A repair: everything from MySQL, except the id MySQL does not hold, which stays reported.
-    let (code, fixed) = reconcile(&ns, &["repair"]);
+    let (code, fixed) = ns.reconcile(60, &["repair"]);
     assert_eq!(code, 1, "an extra id is left until --delete-extra: {fixed}");
     assert_eq!(repair_of(&fixed, "redis")["repaired"], 2, "{fixed}");
     assert_eq!(repair_of(&fixed, "mongo")["repaired"], 2, "{fixed}");
     assert_eq!(repair_of(&fixed, "es")["repaired"], 2, "{fixed}");
     assert_eq!(repair_of(&fixed, "redis")["extra"]["total"], 1, "{fixed}");
-    let (code, fixed) = reconcile(&ns, &["repair", "--delete-extra"]);
+    let (code, fixed) = ns.reconcile(60, &["repair", "--delete-extra"]);
     assert_eq!((code, repair_of(&fixed, "redis")["deleted"].as_u64()), (0, Some(1)), "{fixed}");
-    let (code, again) = reconcile(&ns, &["repair"]);
+    let (code, again) = ns.reconcile(60, &["repair"]);
     assert_eq!(code, 0, "{again}");
     assert!(again["message"].as_str().unwrap_or_default().starts_with("NOTHING TO DO"), "idempotent: {again}");
-    let (code, report) = reconcile(&ns, &["count", "--expect-from", &sent]);
+    let (code, report) = ns.reconcile(60, &["count", "--expect-from", &sent]);
     assert_eq!(code, 0, "exact at id level and content after the repair: {report}");
 
     // A version newer than MySQL's (MySQL is behind): repair says so and overwrites nothing.
@@ -166,7 +150,7 @@ async fn every_kind_of_content_difference_is_reported_and_repaired_from_mysql() 
         m.body = "newer than mysql".into();
     });
     redis.write(&newer, Older).await.unwrap();
-    let (code, report) = reconcile(&ns, &["repair"]);
+    let (code, report) = ns.reconcile(60, &["repair"]);
     assert_eq!((code, repair_of(&report, "redis")["newer_than_reference"]["total"].as_u64()), (1, Some(1)), "{report}");
     assert_eq!(redis.fetch(&[msgs[6].id.clone()]).await.unwrap(), newer, "the newer version stays");
 }

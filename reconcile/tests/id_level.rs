@@ -7,24 +7,7 @@ use pipeline_stores::{Store, StoreKind};
 use pipeline_testkit::{exclusive, messages, Namespace};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::Arc;
-
-/// Runs `reconcile ARGS --json` in the namespace (dead-letter topic `<namespace>.dlq`).
-fn reconcile(ns: &Namespace, args: &[&str]) -> (i32, Value) {
-    let out = Command::new(pipeline_testkit::bin_path("reconcile"))
-        .args(args)
-        .arg("--json")
-        .args(["--drain-timeout", "60"])
-        .envs(ns.env())
-        .env("WRITER_DLQ_TOPIC", format!("{}.dlq", ns.name))
-        .output()
-        .expect("run reconcile");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let json = serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("{e}: {stdout} / {}", String::from_utf8_lossy(&out.stderr)));
-    (out.status.code().expect("exit code"), json)
-}
 
 fn ids(msgs: &[Message]) -> Vec<&str> {
     msgs.iter().map(|m| m.id.as_str()).collect()
@@ -85,11 +68,11 @@ async fn equal_totals_hide_a_lost_id_that_the_id_check_names() {
     let summary = k6_run(&ns, &ids(&batch), &[], &[]);
     let summary = summary.to_str().unwrap();
 
-    let (code, totals) = reconcile(&ns, &["count", "--expect", "10"]);
+    let (code, totals) = ns.reconcile(60, &["count", "--expect", "10"]);
     assert_eq!(code, 0, "totals cannot see the swap: {totals}");
     // Before this change `count --expect-from SUMMARY` compared the summary's `accepted` total the
     // same way and said OK (exit 0): the assertion below fails on that behaviour.
-    let (code, report) = reconcile(&ns, &["count", "--expect-from", summary]);
+    let (code, report) = ns.reconcile(60, &["count", "--expect-from", summary]);
     assert_eq!(code, 1, "the id check sees the loss the totals hide: {report}");
     assert_eq!(report["check"], "ids");
     assert!(report["message"].as_str().unwrap().contains("checked at id level"), "{report}");
@@ -101,11 +84,11 @@ async fn equal_totals_hide_a_lost_id_that_the_id_check_names() {
     }
     assert_eq!(failures(&report).len(), 8, "{report}");
 
-    let (code, diff) = reconcile(&ns, &["diff", "--expect-from", summary]);
+    let (code, diff) = ns.reconcile(60, &["diff", "--expect-from", summary]);
     assert_eq!((code, failures(&diff)), (1, failures(&report)), "diff and count agree: {diff}");
-    let (code, refused) = reconcile(&ns, &["diff"]);
+    let (code, refused) = ns.reconcile(60, &["diff"]);
     assert_eq!((code, &refused["error"]), (2, &Value::from("bad_input")), "no expected set, no pretending");
-    let (code, agree) = reconcile(&ns, &["diff", "--stores-only"]);
+    let (code, agree) = ns.reconcile(60, &["diff", "--stores-only"]);
     assert_eq!((code, &agree["check"]), (0, &Value::from("stores-only")), "{agree}");
     assert!(agree["message"].as_str().unwrap().contains("NOT checked against what was injected"), "{agree}");
 }
@@ -122,7 +105,7 @@ async fn uncertain_ids_may_be_stored_refused_ones_never_and_none_twice() {
     let summary = k6_run(&ns, &ids(&batch), &uncertain, &ids(&refused));
     let summary = summary.to_str().unwrap();
 
-    let (code, report) = reconcile(&ns, &["count", "--expect-from", summary]);
+    let (code, report) = ns.reconcile(60, &["count", "--expect-from", summary]);
     assert_eq!(code, 0, "an uncertain id stored, another not: both fine: {report}");
     assert_eq!(class(&report, "uncertain, stored"), (1, vec![u_in[0].id.as_str()]));
     assert_eq!(class(&report, "uncertain, not stored"), (1, vec![u_out[0].id.as_str()]));
@@ -132,14 +115,14 @@ async fn uncertain_ids_may_be_stored_refused_ones_never_and_none_twice() {
     let (a, u) = (dir.join(format!("{}.a.ids", ns.name)), dir.join(format!("{}.u.ids", ns.name)));
     std::fs::write(&a, ids(&batch).join("\n")).unwrap();
     std::fs::write(&u, uncertain.join("\n")).unwrap();
-    let (code, plain) = reconcile(&ns, &["diff", "--ids", a.to_str().unwrap(), "--uncertain", u.to_str().unwrap()]);
+    let (code, plain) = ns.reconcile(60, &["diff", "--ids", a.to_str().unwrap(), "--uncertain", u.to_str().unwrap()]);
     assert_eq!(code, 0, "{plain}");
 
     // a-0 copied into a second shard table; the refused id written to Redis.
     let dup = &batch[0];
     pipeline_testkit::copy_into_wrong_shard(&ns, &dup.id).await;
     write_all(&stores, &refused, |k| k == StoreKind::Redis).await;
-    let (code, report) = reconcile(&ns, &["diff", "--expect-from", summary]);
+    let (code, report) = ns.reconcile(60, &["diff", "--expect-from", summary]);
     assert_eq!(code, 1, "{report}");
     assert_eq!(
         failures(&report),
@@ -200,7 +183,7 @@ async fn a_dead_lettered_accepted_id_is_reported_as_dead_lettered_not_missing() 
     let accepted: Vec<&str> = ids(&fine).into_iter().chain([x[0].id.as_str(), y[0].id.as_str()]).collect();
     let summary = k6_run(&ns, &accepted, &[], &[]);
 
-    let (code, report) = reconcile(&ns, &["count", "--expect-from", summary.to_str().unwrap()]);
+    let (code, report) = ns.reconcile(60, &["count", "--expect-from", summary.to_str().unwrap()]);
     assert_eq!(code, 1, "a dead-lettered 202 is still a broken promise: {report}");
     assert_eq!(failures(&report), [("dead-lettered (accepted)".to_string(), 2)], "not `missing`: {report}");
     assert_eq!(

@@ -8,23 +8,6 @@ use serde_json::Value;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// Runs `reconcile ARGS --json` in the namespace (its dead-letter topic is `<namespace>.dlq`);
-/// returns (exit code, parsed stdout).
-fn reconcile(ns: &Namespace, args: &[&str]) -> (i32, Value) {
-    let out = Command::new(pipeline_testkit::bin_path("reconcile"))
-        .args(args)
-        .arg("--json")
-        .args(["--drain-timeout", "60"])
-        .envs(ns.env())
-        .env("WRITER_DLQ_TOPIC", dlq_topic(ns))
-        .output()
-        .expect("run reconcile");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let json = serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("{e}: {stdout} / {}", String::from_utf8_lossy(&out.stderr)));
-    (out.status.code().expect("exit code"), json)
-}
-
 fn dlq_topic(ns: &Namespace) -> String {
     format!("{}.dlq", ns.name)
 }
@@ -57,7 +40,7 @@ async fn seeded_gaps_are_reported_exactly_and_reset_empties_everything() {
     let wrong = shard_table((shard_of(&dup.id) + 1) % 16);
     pipeline_testkit::copy_into_wrong_shard(&ns, &dup.id).await;
 
-    let (code, report) = reconcile(&ns, &["count", "--expect", "100"]);
+    let (code, report) = ns.reconcile(60, &["count", "--expect", "100"]);
     assert_eq!(code, 1, "{report}");
     assert_eq!(report["ok"], false);
     assert_eq!(
@@ -67,7 +50,7 @@ async fn seeded_gaps_are_reported_exactly_and_reset_empties_everything() {
 
     let ids = std::env::temp_dir().join(format!("{}.ids", ns.name));
     std::fs::write(&ids, batch.iter().map(|m| format!("{}\n", m.id)).collect::<String>()).unwrap();
-    let (code, diff) = reconcile(&ns, &["diff", "--ids", ids.to_str().unwrap()]);
+    let (code, diff) = ns.reconcile(60, &["diff", "--ids", ids.to_str().unwrap()]);
     assert_eq!(code, 1);
     let classes = diff["classes"].as_object().unwrap();
     let nonzero: Vec<(&str, u64)> =
@@ -82,13 +65,13 @@ async fn seeded_gaps_are_reported_exactly_and_reset_empties_everything() {
     assert_eq!(classes["duplicated (mysql)"]["examples"][0], dup.id.as_str());
     assert_eq!(classes["wrong shard (mysql)"]["examples"][0], format!("{} in {wrong}", dup.id).as_str());
 
-    let (code, refused) = reconcile(&ns, &["reset"]);
+    let (code, refused) = ns.reconcile(60, &["reset"]);
     assert_eq!((code, &refused["error"]), (2, &Value::from("bad_input")), "no reset without --yes: {refused}");
-    let (code, reset) = reconcile(&ns, &["reset", "--yes"]);
+    let (code, reset) = ns.reconcile(60, &["reset", "--yes"]);
     assert_eq!(code, 0, "{reset}");
-    let (code, report) = reconcile(&ns, &["count", "--expect", "0"]);
+    let (code, report) = ns.reconcile(60, &["count", "--expect", "0"]);
     assert_eq!(code, 0, "{report}");
-    let (code, _) = reconcile(&ns, &["count", "--expect-from", "/nonexistent/summary.json"]);
+    let (code, _) = ns.reconcile(60, &["count", "--expect-from", "/nonexistent/summary.json"]);
     assert_eq!(code, 2, "bad input has its own exit code");
 }
 
@@ -148,9 +131,9 @@ async fn end_to_end_k6_closed_loop_reconciles() {
     assert_eq!(s["ok"], true, "{s}");
     assert!(s["accepted"].as_u64().unwrap() > 1000, "a real load was injected: {s}");
 
-    let (code, report) = reconcile(&ns, &["count", "--expect-from", summary.to_str().unwrap()]);
+    let (code, report) = ns.reconcile(60, &["count", "--expect-from", summary.to_str().unwrap()]);
     assert_eq!(code, 0, "every 202 is in every store exactly once: {report}");
     assert_eq!(report["check"], "ids", "checked id by id, not by totals: {report}");
-    let (code, diff) = reconcile(&ns, &["diff", "--expect-from", summary.to_str().unwrap()]);
+    let (code, diff) = ns.reconcile(60, &["diff", "--expect-from", summary.to_str().unwrap()]);
     assert_eq!(code, 0, "{diff}");
 }

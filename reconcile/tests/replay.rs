@@ -7,23 +7,7 @@
 use pipeline_common::digest::{hex, Digest};
 use pipeline_testkit::{exclusive, free_port, messages, produce, wait_for_counts, Namespace};
 use serde_json::Value;
-use std::process::Command;
 use std::time::Duration;
-
-fn reconcile(ns: &Namespace, args: &[&str]) -> (i32, Value) {
-    let out = Command::new(pipeline_testkit::bin_path("reconcile"))
-        .arg("--json")
-        .args(["--drain-timeout", "120"])
-        .args(args)
-        .envs(ns.env())
-        .env("WRITER_DLQ_TOPIC", format!("{}.dlq", ns.name))
-        .output()
-        .expect("run reconcile");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let json = serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("{e}: {stdout} / {}", String::from_utf8_lossy(&out.stderr)));
-    (out.status.code().expect("exit code"), json)
-}
 
 async fn body_column(ns: &Namespace, ty: &str) {
     let pool = sqlx::mysql::MySqlPoolOptions::new().max_connections(1).connect(&ns.stores.mysql.url).await.unwrap();
@@ -57,21 +41,21 @@ async fn dead_letters_are_replayed_into_the_store_that_refused_them_once_fixed()
     let counts = wait_for_counts(&stores[1..], 30, Duration::from_secs(120)).await;
     assert!(counts.iter().all(|(_, n)| *n == 30), "{counts:?}");
 
-    let (code, report) = reconcile(&ns, &["count", "--expect-from", &ids]);
+    let (code, report) = ns.reconcile(120, &["count", "--expect-from", &ids]);
     assert_eq!(code, 1, "{report}");
     assert_eq!(report["classes"]["dead-lettered (accepted)"]["total"], 20, "{report}");
     // Dead letters are at least once (a rebalance at the writer's start repeats some): count ids.
-    let (_, list) = reconcile(&ns, &["dlq", "list", "--limit", "1000"]);
+    let (_, list) = ns.reconcile(120, &["dlq", "list", "--limit", "1000"]);
     let first = list["records"].as_u64().unwrap_or(0);
     assert_eq!(distinct_ids(&list), 20, "{list}");
     assert_eq!(list["counts"][0]["store"], "mysql", "{list}");
     assert_eq!(list["counts"][0]["pending"].as_u64(), Some(first), "{list}");
 
     // Before the fix: refused again, dead-lettered again with the new error, nothing lost.
-    let (code, again) = reconcile(&ns, &["dlq", "replay"]);
+    let (code, again) = ns.reconcile(120, &["dlq", "replay"]);
     assert_eq!(code, 1, "{again}");
     assert_eq!(again["refused_again"]["mysql"]["total"], 20, "{again}");
-    let (_, list) = reconcile(&ns, &["dlq", "list", "--limit", "1000"]);
+    let (_, list) = ns.reconcile(120, &["dlq", "list", "--limit", "1000"]);
     assert_eq!(
         list["records"].as_u64(),
         Some(first + 20),
@@ -79,20 +63,20 @@ async fn dead_letters_are_replayed_into_the_store_that_refused_them_once_fixed()
     );
     let sum = |k: &str| list["counts"].as_array().unwrap().iter().map(|c| c[k].as_u64().unwrap_or(0)).sum::<u64>();
     assert_eq!((sum("replayed"), sum("pending")), (first, 20), "{list}");
-    let (code, report) = reconcile(&ns, &["count", "--expect-from", &ids]);
+    let (code, report) = ns.reconcile(120, &["count", "--expect-from", &ids]);
     assert_eq!((code, &report["classes"]["dead-lettered (accepted)"]["total"]), (1, &Value::from(20)), "{report}");
 
     // The cause fixed: replayed into MySQL, once.
     body_column(&ns, "MEDIUMTEXT").await;
-    let (dry_code, dry) = reconcile(&ns, &["dlq", "replay", "--dry-run"]);
+    let (dry_code, dry) = ns.reconcile(120, &["dlq", "replay", "--dry-run"]);
     assert_eq!((dry_code, &dry["written"]["mysql"]), (0, &Value::from(20)), "{dry}");
-    let (code, done) = reconcile(&ns, &["dlq", "replay"]);
+    let (code, done) = ns.reconcile(120, &["dlq", "replay"]);
     assert_eq!(code, 0, "{done}");
     assert_eq!(done["written"]["mysql"], 20, "{done}");
-    let (code, none) = reconcile(&ns, &["dlq", "replay"]);
+    let (code, none) = ns.reconcile(120, &["dlq", "replay"]);
     assert_eq!(code, 0, "{none}");
     assert!(none["written"].as_object().is_some_and(|w| w.is_empty()), "a second replay has nothing to do: {none}");
-    let (code, report) = reconcile(&ns, &["count", "--expect-from", &ids]);
+    let (code, report) = ns.reconcile(120, &["count", "--expect-from", &ids]);
     assert_eq!(code, 0, "exact at id level and content after the replay: {report}");
     assert_eq!(report["dead_letters"]["replayed"].as_u64(), Some(first + 20), "{report}");
 }

@@ -63,6 +63,23 @@ impl Namespace {
         .collect()
     }
 
+    /// Runs `reconcile --json --drain-timeout SECS ARGS` in this namespace (its dead-letter topic
+    /// is `<namespace>.dlq`); returns (exit code, parsed standard output).
+    pub fn reconcile(&self, drain_secs: u64, args: &[&str]) -> (i32, serde_json::Value) {
+        let out = std::process::Command::new(crate::bin_path("reconcile"))
+            .arg("--json")
+            .args(["--drain-timeout", &drain_secs.to_string()])
+            .args(args)
+            .envs(self.env())
+            .env("WRITER_DLQ_TOPIC", format!("{}.dlq", self.name))
+            .output()
+            .expect("run reconcile");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let json = serde_json::from_str(stdout.trim())
+            .unwrap_or_else(|e| panic!("{e}: {stdout} / {}", String::from_utf8_lossy(&out.stderr)));
+        (out.status.code().expect("exit code"), json)
+    }
+
     /// Starts a workspace binary with this namespace's environment and extra arguments.
     pub fn spawn(&self, bin: &str, args: &[&str], extra_env: &[(&str, String)]) -> Child {
         let mut cmd = std::process::Command::new(bin_path(bin));

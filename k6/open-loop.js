@@ -2,7 +2,8 @@
 // DURATION, up to MAX_VUS in flight; requests k6 could not start in time are reported as
 // dropped_iterations (the summary counts the measured phase's only). Optional warm-up: WARMUP_ROUNDS
 // (default 0 here) rounds of WARMUP at the same rate, laid out like closed-loop.js's (1 s apart,
-// the measured phase 5 s after the last). Same summary file and id log as closed-loop.js.
+// the measured phase 5 s after the last). Same summary file and id log as closed-loop.js. With
+// WINDOW (e.g. 1m, `experiment soak`) the summary also holds each window's latency and errors.
 // Defaults: lib/config.js.
 //   K6_CONSOLE_OUTPUT=k6/out/summary.ids K6_LOG_FORMAT=raw k6 run -e RATE=2000 -e DURATION=60s k6/open-loop.js
 import http from 'k6/http';

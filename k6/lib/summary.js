@@ -3,7 +3,7 @@
 import http from 'k6/http';
 import { Counter, Rate, Trend } from 'k6/metrics';
 import exec from 'k6/execution';
-import { setting, MEASURED, scriptNameOf } from './config.js';
+import { setting, durationSetting, MEASURED, scriptNameOf } from './config.js';
 import { IDS_FILE, FORMAT, classOf, logIds, newRun, logRun, logEnd } from './ids.js';
 
 export const BASE = setting('INGEST_URL');
@@ -29,10 +29,28 @@ for (const s of ['0', '400', '404', '413', '415', '422', '500', '502', '503', '5
 const otherStatus = new Counter('status_other');
 const byClass = { A: accepted, U: uncertain, R: refused };
 
+// A soak (`experiment soak`): WINDOW (e.g. 1m) splits the measured phase into windows, each with
+// its own latency and error rate in the summary's `windows`, so a drift over hours shows. Each
+// window is a sub-metric tagged `w`; k6 keeps a sub-metric only when a threshold names it, hence
+// the always-true thresholds below (on `max` and `rate`, which k6 keeps without sorting samples).
+// The verdict compares the first and the last EDGE windows (10 minutes, or a third of a shorter
+// soak) by p99 over all their requests, so each request is also tagged with its part.
+const WINDOW = __ENV.WINDOW ? durationSetting('WINDOW') : null;
+const WINDOWS = WINDOW ? Math.ceil(MEASURED.secs / WINDOW.secs) : 0;
+const EDGE = WINDOWS ? Math.max(1, Math.min(Math.ceil(600 / WINDOW.secs), Math.floor(WINDOWS / 3))) : 0;
+const partOf = (w) => (w < EDGE ? 'first' : w >= WINDOWS - EDGE ? 'last' : 'middle');
+const windowLatency = new Trend('window_latency', true);
+const windowErrors = new Rate('window_errors');
+
 export const thresholds = {
   measured_errors: ['rate<0.001'],
   boot_id_changed: ['count==0'],
 };
+for (let w = 0; w < WINDOWS; w++) {
+  thresholds[`window_latency{w:${w}}`] = ['max>=0'];
+  thresholds[`window_errors{w:${w}}`] = ['rate>=0'];
+}
+if (WINDOWS) for (const part of ['first', 'last']) thresholds[`window_latency{part:${part}}`] = ['max>=0'];
 
 export function bootId() {
   const r = http.get(`${ADMIN}/healthz`, { tags: { name: 'healthz' } });
@@ -80,6 +98,33 @@ export function record(res, msgs) {
   measuredErrors.add(!ok);
   measuredLatency.add(res.timings.duration);
   if (!ok) (statusCounters[String(res.status)] || otherStatus).add(1);
+  if (WINDOWS) {
+    // The window the request was sent in, counted from the measured scenario's start.
+    const sent = Date.now() - res.timings.duration - exec.scenario.startTime;
+    const w = Math.max(0, Math.min(WINDOWS - 1, Math.floor(sent / 1000 / WINDOW.secs)));
+    const tags = { w: String(w), part: partOf(w) };
+    windowLatency.add(res.timings.duration, tags);
+    windowErrors.add(!ok, tags);
+  }
+}
+
+/** The soak's windows: requests, errors and latency of each, in order. */
+function windows(data) {
+  const out = [];
+  for (let w = 0; w < WINDOWS; w++) {
+    const lat = data.metrics[`window_latency{w:${w}}`];
+    const err = data.metrics[`window_errors{w:${w}}`];
+    const v = (m, f) => (m && m.values[f] !== undefined ? m.values[f] : null);
+    out.push({
+      w,
+      start_s: w * WINDOW.secs,
+      secs: Math.min(WINDOW.secs, MEASURED.secs - w * WINDOW.secs),
+      requests: (v(err, 'passes') || 0) + (v(err, 'fails') || 0),
+      errors: v(err, 'passes') || 0,
+      latency_ms: { p50: v(lat, 'med'), p99: v(lat, 'p(99)'), max: v(lat, 'max') },
+    });
+  }
+  return out;
 }
 
 function val(data, name, field) {
@@ -137,6 +182,14 @@ export function summarize(data) {
     verdicts,
     ok: verdicts.length === 0,
   };
+  if (WINDOWS) {
+    summary.windows = windows(data);
+    const edge = (part) => {
+      const m = data.metrics[`window_latency{part:${part}}`];
+      return m ? { p50: m.values.med, p99: m.values['p(99)'] } : null;
+    };
+    summary.window_edges = { windows: EDGE, first: edge('first'), last: edge('last') };
+  }
   const idsNote = summary.ids ? `ids: ${IDS_FILE} (run ${run})` : 'ids NOT recorded (set K6_CONSOLE_OUTPUT): reconcile can check totals only';
   const line = `accepted=${summary.accepted} uncertain=${summary.uncertain} refused=${summary.refused} measured: ${requests} requests, ${summary.measured.rate_per_s.toFixed(1)}/s, ` +
     `p50 ${lat('med').toFixed(2)} ms, p99 ${lat('p(99)').toFixed(2)} ms, non-202 ${JSON.stringify(non202)}` +

@@ -27,6 +27,39 @@ pub fn cpu_rss(pid: Option<u32>) -> Option<(f64, u64)> {
     Some(((stat.utime + stat.stime) as f64 / ticks(), stat.rss * procfs::page_size()))
 }
 
+/// Open file descriptors and threads of process `pid`: what a soak watches for leaks (the
+/// descriptors from `/proc/PID/fd`, the threads from its stat line).
+pub fn fds_threads(pid: u32) -> Option<(u64, u64)> {
+    let p = Process::new(i32::try_from(pid).ok()?).ok()?;
+    let threads = u64::try_from(p.stat().ok()?.num_threads).ok()?;
+    Some((p.fd_count().ok()? as u64, threads))
+}
+
+/// Bytes allocated on disk under `path` (a file, or a folder walked without following links
+/// inside it): a server's data as it grows over a soak. Entries that vanish while walked (a
+/// compaction deleting a segment) are skipped, not an error.
+pub fn disk_bytes(path: &std::path::Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let top = std::fs::metadata(path).ok()?;
+    if !top.is_dir() {
+        return Some(top.blocks() * 512);
+    }
+    let mut total = 0;
+    let mut stack = vec![path.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for e in entries.flatten() {
+            let Ok(m) = e.path().symlink_metadata() else { continue };
+            if m.is_dir() {
+                stack.push(e.path());
+            } else {
+                total += m.blocks() * 512;
+            }
+        }
+    }
+    Some(total)
+}
+
 /// CPU seconds the whole machine spent busy (all cores, everything but idle and iowait): set
 /// against the sampled processes, it shows load from outside the experiment.
 pub fn machine_busy() -> Option<f64> {
@@ -49,6 +82,19 @@ mod tests {
         let (cpu, rss) = super::cpu_rss(Some(std::process::id())).expect("own pid");
         assert!(cpu > 0.0 && rss > 0);
         assert!(super::machine_busy().expect("/proc/stat") > 0.0);
+        let (fds, threads) = super::fds_threads(std::process::id()).expect("own fds and threads");
+        assert!(fds >= 3 && threads >= 1, "{fds} fds, {threads} threads");
+    }
+
+    #[test]
+    fn disk_bytes_add_up_a_folder() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let before = super::disk_bytes(dir.path()).expect("an empty folder");
+        std::fs::create_dir(dir.path().join("sub")).expect("sub folder");
+        std::fs::write(dir.path().join("sub/a"), vec![7u8; 64 * 1024]).expect("a file");
+        let after = super::disk_bytes(dir.path()).expect("the folder");
+        assert!(after >= before + 64 * 1024, "{before} -> {after}");
+        assert_eq!(super::disk_bytes(&dir.path().join("absent")), None);
     }
 
     /// A command name with a space and a parenthesis, the case a split on whitespace gets wrong.

@@ -38,6 +38,9 @@ pub enum Cmd {
     /// Two builds (or two sets of flags) against each other, alternating: the ingest alone, the
     /// pipeline, or the writer draining a backlog; one line per run.
     Ab(Box<crate::bench::ab::AbArgs>),
+    /// A soak: one open loop at one rate for hours, judged for drift per window (latency, CPU
+    /// per message, memory, descriptors, threads, data on disk) and reconciled at the end.
+    Soak(Box<SoakArgs>),
     /// Re-render report.md, verdicts.json and the charts from an evidence folder alone.
     Report {
         /// The evidence folder of a run (holds plan.toml and rounds/).
@@ -123,6 +126,14 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ';')]
     pub conditions: Option<Vec<String>>,
 
+    /// Open loop, one rate: split the measured phase into windows of this length and judge the
+    /// round for drift (a soak; `experiment soak` sets it).
+    #[arg(long)]
+    pub window: Option<String>,
+    /// Seconds between the sampler's samples (default 1).
+    #[arg(long)]
+    pub sample_every: Option<u64>,
+
     /// Evidence folder (default k6/out/experiment-<time>).
     #[arg(long, env = "EXPERIMENT_OUT")]
     pub out: Option<PathBuf>,
@@ -137,6 +148,78 @@ pub struct RunArgs {
     /// TrueType font for the charts' text (default: DejaVu Sans or Liberation Sans from the system).
     #[arg(long, env = "EXPERIMENT_FONT")]
     pub font: Option<PathBuf>,
+}
+
+/// `experiment soak`: a one-round plan (the open loop at `--rate`, windows, a slower sampler)
+/// run like any other, so its evidence re-renders with `experiment report`.
+#[derive(Args, Clone, Debug)]
+pub struct SoakArgs {
+    /// Requests per second, held for the whole soak (e.g. half the pipeline's knee).
+    #[arg(long)]
+    pub rate: u32,
+    /// The measured phase (k6 duration: 1h, 90m).
+    #[arg(long, default_value = "1h")]
+    pub duration: String,
+    /// Length of a window: the unit of the per-window tables and of the verdict's edges.
+    #[arg(long, default_value = "1m")]
+    pub window: String,
+    /// Warm-up at the same rate before the measured phase (ROUNDSxDURATION, or 0).
+    #[arg(long, default_value = "1x2m")]
+    pub warmup: String,
+    /// Seconds between samples of /metrics, /proc and the servers' data.
+    #[arg(long, default_value_t = 10)]
+    pub sample_every: u64,
+    /// The write policy (default: the writer's defaults).
+    #[arg(long, default_value = "default")]
+    pub policy: String,
+    /// Most VUs k6 may use to hold the rate.
+    #[arg(long, default_value_t = 500)]
+    pub max_vus: u32,
+    /// Extra writer flags, one string (split at spaces).
+    #[arg(long, allow_hyphen_values = true)]
+    pub writer_args: Option<String>,
+    /// Ingest flags, one string (split at spaces).
+    #[arg(long, allow_hyphen_values = true)]
+    pub ingest_args: Option<String>,
+    /// Evidence folder (default k6/out/experiment-<time>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: Common,
+    /// Where the ingest listens.
+    #[arg(long, env = "EXPERIMENT_INGEST_LISTEN", default_value = "127.0.0.1:8080")]
+    pub ingest_listen: String,
+    /// Where the writer serves /metrics and /healthz.
+    #[arg(long, env = "EXPERIMENT_WRITER_METRICS_ADDR", default_value = "127.0.0.1:9464")]
+    pub writer_metrics_addr: String,
+    /// TrueType font for the charts' text (default: DejaVu Sans or Liberation Sans from the system).
+    #[arg(long, env = "EXPERIMENT_FONT")]
+    pub font: Option<PathBuf>,
+}
+
+impl SoakArgs {
+    /// The plan of the soak, as run flags.
+    pub fn run_args(&self) -> RunArgs {
+        RunArgs {
+            policies: Some(vec![self.policy.clone()]),
+            rounds: Some(1),
+            load: Some(LoadKind::Open),
+            rates: Some(vec![self.rate]),
+            max_vus: Some(self.max_vus),
+            duration: Some(self.duration.clone()),
+            warmup: Some(self.warmup.clone()),
+            window: Some(self.window.clone()),
+            sample_every: Some(self.sample_every),
+            writer_args: self.writer_args.clone(),
+            ingest_args: self.ingest_args.clone(),
+            out: self.out.clone(),
+            common: self.common.clone(),
+            ingest_listen: self.ingest_listen.clone(),
+            writer_metrics_addr: self.writer_metrics_addr.clone(),
+            font: self.font.clone(),
+            ..RunArgs::default()
+        }
+    }
 }
 
 /// What every load run needs besides its plan: which binaries, where the checkout and k6 are,
@@ -199,6 +282,10 @@ impl RunArgs {
         set!(duration);
         set!(warmup);
         set!(store_delay);
+        set!(window);
+        if let Some(v) = self.sample_every {
+            p.sample_every_s = v;
+        }
         if let Some(c) = &self.conditions {
             p.conditions = c.iter().map(|c| if c.trim() == "none" { String::new() } else { c.clone() }).collect();
         }

@@ -120,6 +120,9 @@ pub async fn run(job: &K6Job<'_>, t0: Instant, sampler: &Sampler) -> Result<K6Ru
             env.push(("RATE".into(), job.point.to_string()));
             env.push(("MAX_VUS".into(), job.plan.max_vus.to_string()));
             env.push(("PRE_VUS".into(), job.plan.max_vus.min(job.point.max(10)).to_string()));
+            if !job.plan.window.is_empty() {
+                env.push(("WINDOW".into(), job.plan.window.clone()));
+            }
         }
     }
     let args = vec!["run".to_string(), "-q".to_string(), script.to_string()];

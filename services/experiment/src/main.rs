@@ -21,6 +21,7 @@ mod report;
 mod round;
 mod run;
 mod sampler;
+mod soak;
 mod stats;
 mod timeline_chart;
 
@@ -56,6 +57,24 @@ pub fn write_report(dir: &Path, font: Option<&Path>) -> anyhow::Result<bool> {
     if charts.is_empty() {
         md.push_str("\n(No charts: see the warning in the run's output; `experiment report DIR --font FILE` draws them later.)\n");
     }
+    // A soak is also judged for drift; its verdict decides the exit code with the gates.
+    let soak = soak::analyse(&ev, views.first().is_some_and(|v| v.valid));
+    if let Some(s) = &soak {
+        md.push_str(&soak::render(s));
+        if !charts.is_empty() {
+            if let Err(e) = soak::draw(&dir.join("soak.png"), s) {
+                warn!("soak chart not drawn: {e}");
+            }
+        }
+        let checks: Vec<serde_json::Value> = s
+            .checks
+            .iter()
+            .map(|c| serde_json::json!({ "check": c.what, "ok": c.ok, "detail": c.detail }))
+            .collect();
+        let json = serde_json::json!({ "round": s.round, "flat": s.flat(), "checks": checks });
+        std::fs::write(dir.join("soak.json"), serde_json::to_string_pretty(&json)? + "\n")?;
+        info!("soak: {}", if s.flat() { "flat" } else { "NOT flat (report.md says which check failed)" });
+    }
     std::fs::write(dir.join("report.md"), md)?;
     let verdicts = serde_json::to_string_pretty(&report::verdicts_json(&views))?;
     std::fs::write(dir.join("verdicts.json"), verdicts + "\n")?;
@@ -64,7 +83,7 @@ pub fn write_report(dir: &Path, font: Option<&Path>) -> anyhow::Result<bool> {
     for v in views.iter().filter(|v| !v.valid) {
         warn!("round {} INVALID: {}", v.name, gates::reasons(&v.gates));
     }
-    Ok(valid == views.len())
+    Ok(valid == views.len() && soak.as_ref().is_none_or(soak::Soak::flat))
 }
 
 #[tokio::main]
@@ -81,6 +100,7 @@ async fn main() -> ExitCode {
         match cli.cmd {
             Some(Cmd::Report { dir, font }) => write_report(&dir, font.as_deref()).map_err(run::RunError::Other),
             Some(Cmd::Run(args)) => run::run(&args).await.map(|(_, ok)| ok),
+            Some(Cmd::Soak(args)) => run::run(&args.run_args()).await.map(|(_, ok)| ok),
             Some(Cmd::Chaos(args)) => chaos::run(&args).await,
             Some(Cmd::Bench(args)) => bench::run(&args).await.map_err(run::RunError::Other),
             Some(Cmd::Ab(args)) => bench::ab::run(&args).await.map_err(run::RunError::Other),

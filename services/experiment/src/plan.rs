@@ -31,6 +31,10 @@ pub enum PlanError {
     StoreDelay(#[from] crate::condition::spec::SpecError),
     #[error("a plan sweeps `conditions` or sets one `store_delay`, not both")]
     ConditionsAndDelay,
+    #[error("windows (`window = \"{0}\"`) need the open loop and one rate, a window of at least 1 s and at least two windows in the measured phase")]
+    Window(String),
+    #[error("the sampler needs at least one second between samples")]
+    SampleEvery,
 }
 
 /// Closed loop (a fixed number of virtual users, the reference's load), open loop (a fixed arrival
@@ -146,6 +150,12 @@ pub struct Plan {
     pub conditions: Vec<String>,
     /// Policies beyond the built-in ones.
     pub policy: BTreeMap<String, PolicyDef>,
+    /// A soak (open loop): the measured phase is split into windows of this length (`1m`), each
+    /// with its own latency, throughput and resource figures, and judged flat or not; the
+    /// servers' data on disk is sampled too. Empty: no windows.
+    pub window: String,
+    /// Seconds between the sampler's samples (1; a soak of hours takes 10).
+    pub sample_every_s: u64,
 }
 
 impl Default for Plan {
@@ -170,6 +180,8 @@ impl Default for Plan {
             store_delay: Vec::new(),
             conditions: Vec::new(),
             policy: BTreeMap::new(),
+            window: String::new(),
+            sample_every_s: 1,
         }
     }
 }
@@ -286,6 +298,11 @@ impl Plan {
         }
     }
 
+    /// The soak's window in seconds, when the plan has windows.
+    pub fn window_s(&self) -> Option<f64> {
+        (!self.window.is_empty()).then(|| seconds(&self.window).ok()).flatten()
+    }
+
     pub fn total_rounds(&self) -> u32 {
         self.rounds * self.policies.len() as u32 * self.points().len() as u32 * self.conditions.len().max(1) as u32
     }
@@ -304,8 +321,17 @@ impl Plan {
         if self.load == LoadKind::Batch && self.batch == 0 {
             return Err(PlanError::EmptyBatch);
         }
-        seconds(&self.duration)?;
+        let measured = seconds(&self.duration)?;
         warmup(&self.warmup)?;
+        if !self.window.is_empty() {
+            let w = seconds(&self.window)?;
+            if self.load != LoadKind::Open || self.rates.len() != 1 || w < 1.0 || measured < 2.0 * w {
+                return Err(PlanError::Window(self.window.clone()));
+            }
+        }
+        if self.sample_every_s == 0 {
+            return Err(PlanError::SampleEvery);
+        }
         self.store_delays()?;
         for c in &self.conditions {
             crate::condition::spec::parse_all(std::slice::from_ref(c))?;

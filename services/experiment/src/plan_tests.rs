@@ -86,3 +86,33 @@ fn every_shipped_plan_is_valid() {
     }
     assert!(seen >= 3, "plans/ holds {seen} plans");
 }
+
+#[test]
+fn a_soak_needs_one_open_loop_rate_and_two_windows() {
+    let soak = Plan {
+        policies: vec!["default".into()],
+        rounds: 1,
+        load: LoadKind::Open,
+        rates: vec![500],
+        duration: "1h".into(),
+        window: "1m".into(),
+        sample_every_s: 10,
+        ..Plan::default()
+    };
+    soak.validate().expect("a soak");
+    assert_eq!(soak.window_s(), Some(60.0));
+    let bad = [
+        Plan { load: LoadKind::Closed, ..soak.clone() },
+        Plan { rates: vec![500, 600], ..soak.clone() },
+        Plan { window: "40m".into(), ..soak.clone() },
+        Plan { window: "500ms".into(), ..soak.clone() },
+    ];
+    for p in bad {
+        assert!(matches!(p.validate(), Err(PlanError::Window(_))), "{:?} {:?}", p.load, p.window);
+    }
+    assert!(matches!(Plan { sample_every_s: 0, ..soak.clone() }.validate(), Err(PlanError::SampleEvery)));
+    let back = Plan::from_toml(&soak.to_toml()).expect("round trip");
+    assert_eq!(back, soak);
+    // An old evidence folder's plan (no window) still reads, with the 1 s sampler.
+    assert_eq!(Plan::from_toml("policies = [\"A\"]").expect("old plan").sample_every_s, 1);
+}

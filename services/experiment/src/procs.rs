@@ -9,7 +9,7 @@
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use pipeline_common::procstat::cpu_rss;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 use tokio::process::{Child, Command};
@@ -202,8 +202,19 @@ pub async fn reconcile(
 /// `<stack>/<name>.pid` for Kafka and each store (`$STACK_DIR` or `<root>/.stack`). Servers not
 /// running, or started some other way, are left out (and the report says which it sampled).
 pub fn server_pids(root: &Path) -> Vec<(String, u32)> {
-    let names = std::iter::once("kafka").chain(pipeline_stores::StoreKind::ALL.iter().map(|k| k.name()));
-    names.filter_map(|n| server_pid(root, n).map(|pid| (n.to_string(), pid))).collect()
+    server_names().filter_map(|n| server_pid(root, n).map(|pid| (n.to_string(), pid))).collect()
+}
+
+/// The native stack's servers as its files name them: the broker, then each store.
+fn server_names() -> impl Iterator<Item = &'static str> {
+    std::iter::once("kafka").chain(pipeline_stores::StoreKind::ALL.iter().map(|k| k.name()))
+}
+
+/// Each server's data on disk, from the links `scripts/stack` makes beside the pid files,
+/// `<stack>/<name>.data` (a folder, or tansu's SQLite file). Servers without one are left out.
+pub fn server_data(root: &Path) -> Vec<(String, PathBuf)> {
+    let stack = crate::paths::stack_dir(root);
+    server_names().map(|n| (n.to_string(), stack.join(format!("{n}.data")))).filter(|(_, p)| p.exists()).collect()
 }
 
 /// One server's pid from its pid file, when that process is alive.

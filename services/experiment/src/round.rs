@@ -106,9 +106,15 @@ pub async fn run(ctx: &Ctx, slot: &Slot, dir: &Path) -> Result<RoundRecord, Roun
         servers: ctx.servers.clone(),
         ..RoundRecord::default()
     };
-    let sampler = Sampler::start(&dir.join("timeline.csv"), t0, ctx.http.clone())?;
+    let every = Duration::from_secs(ctx.plan.sample_every_s.max(1));
+    let sampler = Sampler::start(&dir.join("timeline.csv"), t0, ctx.http.clone(), every)?;
     for (name, pid) in &ctx.servers {
         sampler.add_proc(name, *pid);
+    }
+    if ctx.plan.window_s().is_some() {
+        for (name, path) in procs::server_data(&ctx.root) {
+            sampler.add_dir(&name, &path);
+        }
     }
     let conditions = match ctx.plan.delays_of(slot) {
         Ok(d) => crate::condition::Conditions::start(&d).await.map_err(|e| e.to_string()),

@@ -1,13 +1,15 @@
-//! Once a second, for the whole round: every sample of the writer's and the ingest's `/metrics`
-//! (histogram buckets aside) and the CPU time and RSS of every process of the round (writer,
-//! ingest, k6, the five servers), appended to the round's `timeline.csv`.
+//! Every second (a soak: every `sample_every_s`), for the whole round: every sample of the
+//! writer's and the ingest's `/metrics` (histogram buckets aside), the CPU time, RSS, open file
+//! descriptors and threads of every process of the round (writer, ingest, k6, the five servers),
+//! and the bytes on disk of each server's data (when the round watches them: a soak), appended
+//! to the round's `timeline.csv`.
 //!
 //! The file is long, one value per row (`t_s,source,name,labels,value`), because the series are
 //! not known in advance (a pool appears when the writer creates it) and because a reader can
 //! grep it. It costs a few HTTP GETs and /proc reads per second: nothing next to the load.
 
 use crate::prom;
-use pipeline_common::procstat::{cpu_rss, machine_busy};
+use pipeline_common::procstat::{cpu_rss, disk_bytes, fds_threads, machine_busy};
 use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -30,6 +32,8 @@ struct Targets {
     procs: Vec<(String, u32)>,
     /// (source, metrics URL)
     urls: Vec<(String, String)>,
+    /// (server, its data on disk)
+    dirs: Vec<(String, std::path::PathBuf)>,
 }
 
 pub struct Sampler {
@@ -39,8 +43,8 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// Starts sampling into `path`; times are seconds since `t0`.
-    pub fn start(path: &Path, t0: Instant, http: reqwest::Client) -> Result<Sampler, SampleError> {
+    /// Starts sampling into `path` every `every`; times are seconds since `t0`.
+    pub fn start(path: &Path, t0: Instant, http: reqwest::Client, every: Duration) -> Result<Sampler, SampleError> {
         let io = |e| SampleError::Io(path.display().to_string(), e);
         let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
         writeln!(out, "{HEADER}").map_err(io)?;
@@ -49,7 +53,7 @@ impl Sampler {
         let shared = targets.clone();
         let name = path.display().to_string();
         let task = tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             let mut rows = 0u64;
             loop {
@@ -75,6 +79,13 @@ impl Sampler {
         }
     }
 
+    /// Samples the bytes on disk under `path` as `server`'s data.
+    pub fn add_dir(&self, server: &str, path: &Path) {
+        if let Ok(mut t) = self.targets.lock() {
+            t.dirs.push((server.to_string(), path.to_path_buf()));
+        }
+    }
+
     pub fn add_url(&self, source: &str, url: &str) {
         if let Ok(mut t) = self.targets.lock() {
             t.urls.retain(|(s, _)| s != source);
@@ -95,8 +106,8 @@ async fn sample_once(
     t0: Instant,
     out: &mut impl Write,
 ) -> std::io::Result<u64> {
-    let (procs, urls) = match targets.lock() {
-        Ok(t) => (t.procs.clone(), t.urls.clone()),
+    let (procs, urls, dirs) = match targets.lock() {
+        Ok(t) => (t.procs.clone(), t.urls.clone(), t.dirs.clone()),
         Err(_) => return Ok(0),
     };
     let t = t0.elapsed().as_secs_f64();
@@ -122,6 +133,19 @@ async fn sample_once(
             writeln!(out, "{t:.3},proc,cpu_seconds,process={name},{cpu:.3}")?;
             writeln!(out, "{t:.3},proc,rss_bytes,process={name},{rss}")?;
             rows += 2;
+        }
+        if let Some((fds, threads)) = fds_threads(*pid) {
+            writeln!(out, "{t:.3},proc,open_fds,process={name},{fds}")?;
+            writeln!(out, "{t:.3},proc,threads,process={name},{threads}")?;
+            rows += 2;
+        }
+    }
+    for (server, path) in &dirs {
+        // A walk of a large data folder is file-system work: off the runtime's threads.
+        let p = path.clone();
+        if let Ok(Some(bytes)) = tokio::task::spawn_blocking(move || disk_bytes(&p)).await {
+            writeln!(out, "{t:.3},disk,data_bytes,server={server},{bytes}")?;
+            rows += 1;
         }
     }
     out.flush()?;

@@ -73,7 +73,7 @@ async fn a_canary_password_appears_in_no_output() {
     }
     // The main job: one round, its evidence and every process's log.
     let out_dir = std::env::temp_dir().join(format!("canary-{}", uuid::Uuid::now_v7().simple()));
-    let run = experiment(&out_dir)
+    let run = experiment(&[], &out_dir)
         .args(["--policies", "C", "--rounds", "1", "--vus", "4", "--duration", "3s", "--warmup", "0"])
         .args(["--drain-timeout", "60"])
         .envs(env.iter().cloned())

@@ -21,7 +21,7 @@ async fn a_short_experiment_marks_the_broken_round_invalid_and_only_that_one() {
     let env = RunNamespace::new("t_exp", 6).await.env();
     let out = std::env::temp_dir().join(format!("experiment-test-{}", uuid::Uuid::now_v7().simple()));
     let started = std::time::Instant::now();
-    let status = experiment(&out)
+    let status = experiment(&[], &out)
         .args(["--policies", "A,C", "--rounds", "2", "--vus", "4", "--duration", "3s", "--warmup", "0"])
         .args(["--fault", "3:kill-writer", "--drain-timeout", "15"])
         .envs(env)

@@ -57,12 +57,14 @@ impl RunNamespace {
 /// `experiment` with the flags every test run needs, its evidence in `out`. Its lock is not the
 /// machine-wide load lock (CI runs these tests beside other suites): it only keeps two copies of
 /// one test off the same Redis database.
-pub fn experiment(out: &Path) -> Command {
+/// `sub` is the subcommand (`["soak"]`, or none for a plan run): it comes before the flags.
+pub fn experiment(sub: &[&str], out: &Path) -> Command {
     let bins = bin_path("writer").parent().expect("bin dir").to_path_buf();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).expect("workspace root").to_path_buf();
     let cache = std::env::var("PIPELINE_CACHE")
         .unwrap_or_else(|_| format!("{}/.cache/pipeline", std::env::var("HOME").unwrap_or_default()));
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_experiment"));
+    cmd.args(sub);
     cmd.args(["--profile", "debug", "--no-build", "--no-stack"])
         .arg("--bin-dir")
         .arg(bins)

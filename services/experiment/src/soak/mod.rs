@@ -177,11 +177,14 @@ fn checks(s: &Soak, round_valid: bool) -> Vec<Check> {
         return out;
     }
     let (first, last) = (&s.windows[..s.edge], &s.windows[n - s.edge..]);
-    let edge_min = s.edge as f64 * s.window_s / 60.0;
+    let edge = match s.edge as f64 * s.window_s {
+        e if e >= 60.0 => format!("{} min", render::minutes(e)),
+        e => format!("{e:.0} s"),
+    };
     out.push(match (s.first.1, s.last.1) {
         (Some(a), Some(b)) if a > 0.0 => Check {
             ok: b <= MAX_P99_RATIO * a,
-            what: format!("p99 of the last {edge_min:.0} min within {MAX_P99_RATIO}× of the first {edge_min:.0} min's"),
+            what: format!("p99 of the last {edge} within {MAX_P99_RATIO}× of the first {edge}"),
             detail: format!("{a:.1} ms → {b:.1} ms ({:.2}×)", b / a),
         },
         _ => Check { ok: false, what: "p99 of both edges".into(), detail: "not in the k6 summary".into() },

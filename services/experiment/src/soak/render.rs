@@ -18,12 +18,22 @@ fn processes(s: &Soak) -> Vec<String> {
 }
 
 fn table(out: &mut String, s: &Soak, head: &[String], row: &dyn Fn(&Window) -> Vec<String>) {
-    let _ = writeln!(out, "| minute | {} |", head.join(" | "));
+    let _ = writeln!(out, "| from minute | {} |", head.join(" | "));
     let _ = writeln!(out, "|---:|{}", "---:|".repeat(head.len()));
     for w in &s.windows {
-        let _ = writeln!(out, "| {:.0} | {} |", w.start_s / 60.0, row(w).join(" | "));
+        let _ = writeln!(out, "| {} | {} |", minutes(w.start_s), row(w).join(" | "));
     }
     out.push('\n');
+}
+
+/// `12` for whole minutes, `0.5` for windows shorter than a minute.
+pub(super) fn minutes(secs: f64) -> String {
+    let m = secs / 60.0;
+    if (m - m.round()).abs() < 1e-9 {
+        format!("{m:.0}")
+    } else {
+        format!("{m:.1}")
+    }
 }
 
 pub fn render(s: &Soak) -> String {

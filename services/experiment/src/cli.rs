@@ -163,8 +163,10 @@ pub struct SoakArgs {
     /// Length of a window: the unit of the per-window tables and of the verdict's edges.
     #[arg(long, default_value = "1m")]
     pub window: String,
-    /// Warm-up at the same rate before the measured phase (ROUNDSxDURATION, or 0).
-    #[arg(long, default_value = "1x2m")]
+    /// Warm-up at the same rate before the measured phase (ROUNDSxDURATION, or 0). Long enough
+    /// for our processes' memory to reach its working set (about 10 minutes at 1,600/s here),
+    /// so that the verdict's first edge is not the climb to it.
+    #[arg(long, default_value = "1x10m")]
     pub warmup: String,
     /// Seconds between samples of /metrics, /proc and the servers' data.
     #[arg(long, default_value_t = 10)]

@@ -66,11 +66,8 @@ pub fn write_report(dir: &Path, font: Option<&Path>) -> anyhow::Result<bool> {
                 warn!("soak chart not drawn: {e}");
             }
         }
-        let checks: Vec<serde_json::Value> = s
-            .checks
-            .iter()
-            .map(|c| serde_json::json!({ "check": c.what, "ok": c.ok, "detail": c.detail }))
-            .collect();
+        let checks: Vec<serde_json::Value> =
+            s.checks.iter().map(|c| serde_json::json!({ "check": c.what, "ok": c.ok, "detail": c.detail })).collect();
         let json = serde_json::json!({ "round": s.round, "flat": s.flat(), "checks": checks });
         std::fs::write(dir.join("soak.json"), serde_json::to_string_pretty(&json)? + "\n")?;
         info!("soak: {}", if s.flat() { "flat" } else { "NOT flat (report.md says which check failed)" });

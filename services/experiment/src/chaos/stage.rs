@@ -62,8 +62,7 @@ impl<'a> Stage<'a> {
         let mut kafka = set.kafka.clone();
         kafka.topic = format!("chaos-{}-{name}", set.stamp);
         kafka.group = format!("{}-writers", kafka.topic);
-        let mut child_env: Vec<(String, String)> =
-            set.stores.env();
+        let mut child_env: Vec<(String, String)> = set.stores.env();
         child_env.extend([
             ("KAFKA_TOPIC".to_string(), kafka.topic.clone()),
             ("KAFKA_GROUP".to_string(), kafka.group.clone()),

@@ -20,7 +20,8 @@ fn of(s: &Soak, names: &[&str], f: fn(&ProcWindow) -> Option<f64>, scale: f64) -
     names
         .iter()
         .map(|p| {
-            let pts = s.windows.iter().filter_map(|w| Some((minute(w), w.procs.get(*p).and_then(f)? / scale))).collect();
+            let pts =
+                s.windows.iter().filter_map(|w| Some((minute(w), w.procs.get(*p).and_then(f)? / scale))).collect();
             (p.to_string(), pts)
         })
         .filter(|(_, pts): &(String, Vec<(f64, f64)>)| !pts.is_empty())
@@ -60,6 +61,7 @@ pub fn draw(path: &Path, s: &Soak) -> Draw<()> {
         (FONT, 26),
     ))?;
     let xmax = s.windows.last().map(minute).unwrap_or(1.0).max(1.0);
+    let order = crate::report::processes();
     for (area, (desc, data)) in body.split_evenly((7, 1)).iter().zip(panels.iter()) {
         // Log scale would hide a slow drift; a linear axis from 0 shows it against the level.
         let ymax = data.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(1.0, f64::max) * 1.15;
@@ -77,7 +79,9 @@ pub fn draw(path: &Path, s: &Soak) -> Draw<()> {
             .axis_desc_style((FONT, 16))
             .draw()?;
         for (i, (name, pts)) in data.iter().enumerate() {
-            let c = colour(i);
+            // A process (or its server's data) keeps one colour in every panel, whatever the
+            // panel's subset and order: its place in the report's process order.
+            let c = colour(order.iter().position(|p| p == name).unwrap_or(i));
             chart
                 .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?
                 .label(name.clone())

@@ -106,9 +106,8 @@ pub fn analyse(ev: &Evidence, round_valid: bool) -> Option<Soak> {
     let summary = r.summary.clone().unwrap_or_default();
     s.windows = windows(r, &summary);
     s.edge = num(&summary, &["window_edges", "windows"]).map(|e| e as usize).unwrap_or(0);
-    let pair = |part: &str| {
-        (num(&summary, &["window_edges", part, "p50"]), num(&summary, &["window_edges", part, "p99"]))
-    };
+    let pair =
+        |part: &str| (num(&summary, &["window_edges", part, "p50"]), num(&summary, &["window_edges", part, "p99"]));
     (s.first, s.last) = (pair("first"), pair("last"));
     s.checks = checks(&s, round_valid);
     Some(s)
@@ -173,7 +172,11 @@ fn checks(s: &Soak, round_valid: bool) -> Vec<Check> {
     }];
     let n = s.windows.len();
     if s.edge == 0 || n < 2 * s.edge {
-        out.push(Check { ok: false, what: "windows to compare".into(), detail: format!("{n} windows, edge {}", s.edge) });
+        out.push(Check {
+            ok: false,
+            what: "windows to compare".into(),
+            detail: format!("{n} windows, edge {}", s.edge),
+        });
         return out;
     }
     let (first, last) = (&s.windows[..s.edge], &s.windows[n - s.edge..]);
@@ -195,22 +198,27 @@ fn checks(s: &Soak, round_valid: bool) -> Vec<Check> {
         let series = |ws: &[Window], f: fn(&ProcWindow) -> Option<f64>| -> Vec<f64> {
             ws.iter().filter_map(|w| w.procs.get(name).and_then(f)).collect()
         };
-        let (a, b) = (
-            mean(series(first, |p| p.rss_bytes).into_iter()),
-            mean(series(last, |p| p.rss_bytes).into_iter()),
-        );
+        let (a, b) =
+            (mean(series(first, |p| p.rss_bytes).into_iter()), mean(series(last, |p| p.rss_bytes).into_iter()));
         out.push(match (a, b) {
             (Some(a), Some(b)) if a > 0.0 && hours > 0.0 => {
                 let per_hour = (b - a) / a / hours;
                 Check {
                     ok: per_hour <= MAX_RSS_GROWTH_PER_HOUR,
                     what: format!("{name}: RSS grows < {:.0} % per hour", MAX_RSS_GROWTH_PER_HOUR * 100.0),
-                    detail: format!("{:.1} → {:.1} MiB, {:+.1} % per hour", a / 1048576.0, b / 1048576.0, per_hour * 100.0),
+                    detail: format!(
+                        "{:.1} → {:.1} MiB, {:+.1} % per hour",
+                        a / 1048576.0,
+                        b / 1048576.0,
+                        per_hour * 100.0
+                    ),
                 }
             }
             _ => Check { ok: false, what: format!("{name}: RSS sampled"), detail: "no samples".into() },
         });
-        for (what, f) in [("open file descriptors", (|p| p.fds) as fn(&ProcWindow) -> Option<f64>), ("threads", |p| p.threads)] {
+        for (what, f) in
+            [("open file descriptors", (|p| p.fds) as fn(&ProcWindow) -> Option<f64>), ("threads", |p| p.threads)]
+        {
             let (a, b) = (max(series(first, f).into_iter()), max(series(last, f).into_iter()));
             out.push(match (a, b) {
                 (Some(a), Some(b)) => Check {

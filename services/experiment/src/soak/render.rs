@@ -83,7 +83,9 @@ pub fn render(s: &Soak) -> String {
     let servers: Vec<String> = s.windows.last().map(|w| w.data_bytes.keys().cloned().collect()).unwrap_or_default();
     if !servers.is_empty() {
         out.push_str("### Data on disk (MiB), per server\n\n");
-        table(&mut out, s, &servers, &|w| servers.iter().map(|k| opt(w.data_bytes.get(k).map(|b| b / MIB), 1)).collect());
+        table(&mut out, s, &servers, &|w| {
+            servers.iter().map(|k| opt(w.data_bytes.get(k).map(|b| b / MIB), 1)).collect()
+        });
     }
     out
 }

@@ -133,6 +133,10 @@ pub struct RunArgs {
     /// Seconds between the sampler's samples (default 1).
     #[arg(long)]
     pub sample_every: Option<u64>,
+    /// Skip the servers' warm-up before the first round (writing to each store until its
+    /// server's CPU per message is steady): figures then depend on whether the servers were warm.
+    #[arg(long)]
+    pub no_warm_servers: bool,
 
     /// Evidence folder (default k6/out/experiment-<time>).
     #[arg(long, env = "EXPERIMENT_OUT")]
@@ -171,6 +175,9 @@ pub struct SoakArgs {
     /// Seconds between samples of /metrics, /proc and the servers' data.
     #[arg(long, default_value_t = 10)]
     pub sample_every: u64,
+    /// Skip the servers' warm-up before the soak (see `experiment --help`).
+    #[arg(long)]
+    pub no_warm_servers: bool,
     /// The write policy (default: the writer's defaults).
     #[arg(long, default_value = "default")]
     pub policy: String,
@@ -212,6 +219,7 @@ impl SoakArgs {
             warmup: Some(self.warmup.clone()),
             window: Some(self.window.clone()),
             sample_every: Some(self.sample_every),
+            no_warm_servers: self.no_warm_servers,
             writer_args: self.writer_args.clone(),
             ingest_args: self.ingest_args.clone(),
             out: self.out.clone(),
@@ -287,6 +295,9 @@ impl RunArgs {
         set!(window);
         if let Some(v) = self.sample_every {
             p.sample_every_s = v;
+        }
+        if self.no_warm_servers {
+            p.warm_servers = false;
         }
         if let Some(c) = &self.conditions {
             p.conditions = c.iter().map(|c| if c.trim() == "none" { String::new() } else { c.clone() }).collect();

@@ -87,6 +87,8 @@ pub struct Evidence {
     pub dir: PathBuf,
     pub plan: Plan,
     pub env: Option<Value>,
+    /// The servers' warm-up before the first round (`warmup.json`); `None` for none.
+    pub warmed: Option<Vec<crate::warm::Warmed>>,
     pub rounds: Vec<RoundEvidence>,
 }
 
@@ -106,6 +108,7 @@ impl Evidence {
             std::fs::read_to_string(&plan_path).map_err(|e| EvidenceError::Io(plan_path.display().to_string(), e))?;
         let plan = Plan::from_toml(&text).map_err(|e| EvidenceError::Plan(plan_path.display().to_string(), e))?;
         let env = read_json(&dir.join("env.json"))?;
+        let warmed = read_json(&dir.join(crate::warm::FILE))?.and_then(|v| serde_json::from_value(v).ok());
         let rounds_dir = dir.join("rounds");
         let mut names: Vec<PathBuf> = match std::fs::read_dir(&rounds_dir) {
             Ok(d) => d.flatten().map(|e| e.path()).filter(|p| p.join("round.json").exists()).collect(),
@@ -130,7 +133,7 @@ impl Evidence {
         if rounds.is_empty() {
             return Err(EvidenceError::NoRounds(dir.display().to_string()));
         }
-        Ok(Evidence { dir: dir.to_path_buf(), plan, env, rounds })
+        Ok(Evidence { dir: dir.to_path_buf(), plan, env, warmed, rounds })
     }
 }
 

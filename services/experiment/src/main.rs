@@ -24,6 +24,7 @@ mod sampler;
 mod soak;
 mod stats;
 mod timeline_chart;
+mod warm;
 
 use clap::Parser;
 use cli::{Cli, Cmd};

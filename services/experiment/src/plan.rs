@@ -156,6 +156,10 @@ pub struct Plan {
     pub window: String,
     /// Seconds between the sampler's samples (1; a soak of hours takes 10).
     pub sample_every_s: u64,
+    /// Before the first round, write to every store straight through its sink until its
+    /// server's CPU per message is steady (`warm.rs`), so a freshly started stack and a warm
+    /// one give the same figures.
+    pub warm_servers: bool,
 }
 
 impl Default for Plan {
@@ -182,6 +186,7 @@ impl Default for Plan {
             policy: BTreeMap::new(),
             window: String::new(),
             sample_every_s: 1,
+            warm_servers: true,
         }
     }
 }

@@ -115,6 +115,20 @@ pub fn render(ev: &Evidence, views: &[RoundView], charts: &[String]) -> String {
             get("profile")
         );
     }
+    match &ev.warmed {
+        Some(w) => {
+            let each: Vec<String> = w.iter().map(crate::warm::line).collect();
+            let _ = writeln!(
+                md,
+                "Servers warmed before the first round, each store written straight through its sink until its \
+                 server's CPU per message settled (`warmup.json`): {}.\n",
+                each.join("; ")
+            );
+        }
+        None => {
+            let _ = writeln!(md, "Servers not warmed beyond the k6 warm-up (no `warmup.json`).\n");
+        }
+    }
     if !plan.conditions.is_empty() {
         let each: Vec<String> = plan
             .conditions
@@ -170,14 +184,14 @@ fn per_policy(md: &mut String, ev: &Evidence, views: &[RoundView]) {
     let cells = cells(ev, views);
     let medians: Vec<Option<f64>> = cells
         .iter()
-        .map(|c| spread(&valid_of(views, c).iter().filter_map(|v| v.stats.throughput).collect::<Vec<_>>()).map(|s| s.0))
+        .map(|c| spread(&valid_of(views, c).iter().filter_map(|v| v.stats.end_to_end()).collect::<Vec<_>>()).map(|s| s.0))
         .collect();
     let _ = writeln!(md, "## Per policy (valid rounds: median, and min–max over the rounds)\n");
     let _ = writeln!(
         md,
-        "| policy | load | valid | messages/s | vs best | writer stored/s | drain after k6, s | p50 ms | p95 ms | p99 ms | caller-runs | rejections | peak queue | CPU µs/msg (all processes) |"
+        "| policy | load | valid | messages/s | writer stored/s | end-to-end/s | vs best | drain after k6, s | p50 ms | p95 ms | p99 ms | caller-runs | rejections | peak queue | CPU µs/msg (all processes) |"
     );
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (i, c) in cells.iter().enumerate() {
         let vs = valid_of(views, c);
         let all = views.iter().filter(|v| v.slot.policy == c.0 && v.slot.point == c.1).count();
@@ -189,13 +203,14 @@ fn per_policy(md: &mut String, ev: &Evidence, views: &[RoundView]) {
         let ratio = medians[i].filter(|_| best.is_finite() && best > 0.0).map(|m| format!("{:.2}", m / best));
         let _ = writeln!(
             md,
-            "| {} | {} | {}/{all} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {}/{all} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             c.0,
             c.1,
             vs.len(),
             col(&|s| s.throughput, 0),
-            ratio.unwrap_or_else(|| "–".into()),
             col(&|s| s.writer_rate, 0),
+            col(&|s| s.end_to_end(), 0),
+            ratio.unwrap_or_else(|| "–".into()),
             col(&|s| s.drain_after_s, 0),
             col(&|s| s.p50, 1),
             col(&|s| s.p95, 1),
@@ -208,7 +223,7 @@ fn per_policy(md: &mut String, ev: &Evidence, views: &[RoundView]) {
     }
     let _ = writeln!(
         md,
-        "\n*load*: VUs (closed loop) or target requests/s (open loop). *messages/s*: accepted (202) by the ingest in k6's measured phase. *vs best*: its median over the best policy's median at the same load. *writer stored/s*: records the writer stored in all four stores per second of the measured phase (Kafka decouples it from the ingest's rate); *drain after k6*: how long it kept storing after the load stopped (the backlog). *caller-runs*, *rejections*: counted over the measured phase, all pools. *peak queue*: the deepest any pool's queue got (the writer's own peak gauge).\n"
+        "\n*load*: VUs (closed loop) or target requests/s (open loop). *messages/s*: accepted (202) by the ingest in k6's measured phase. *writer stored/s*: records the writer stored in all four stores per second of the measured phase (Kafka decouples it from the ingest's rate). *end-to-end/s*: the lower of the two, what the pipeline sustained into every store; policies are ranked and compared by it. *vs best*: its median end-to-end rate over the best policy's at the same load. *drain after k6*: how long it kept storing after the load stopped (the backlog). *caller-runs*, *rejections*: counted over the measured phase, all pools. *peak queue*: the deepest any pool's queue got (the writer's own peak gauge).\n"
     );
 }
 
@@ -218,7 +233,7 @@ fn comparisons(md: &mut String, ev: &Evidence, views: &[RoundView]) {
     let cells = cells(ev, views);
     let ranges: Vec<Option<(f64, f64, f64)>> = cells
         .iter()
-        .map(|c| spread(&valid_of(views, c).iter().filter_map(|v| v.stats.throughput).collect::<Vec<_>>()))
+        .map(|c| spread(&valid_of(views, c).iter().filter_map(|v| v.stats.end_to_end()).collect::<Vec<_>>()))
         .collect();
     let mut lines = Vec::new();
     for (i, a) in cells.iter().enumerate() {
@@ -230,7 +245,7 @@ fn comparisons(md: &mut String, ev: &Evidence, views: &[RoundView]) {
             let overlap = ra.1 <= rb.2 && rb.1 <= ra.2;
             let n = (valid_of(views, a).len(), valid_of(views, b).len());
             lines.push(format!(
-                "- **{} over {}** (load {}): {:+.1} % in median throughput ({:.0} vs {:.0} messages/s); {}",
+                "- **{} over {}** (load {}): {:+.1} % in median end-to-end rate ({:.0} vs {:.0} messages/s); {}",
                 a.0,
                 b.0,
                 a.1,
@@ -422,3 +437,7 @@ pub fn verdicts_json(views: &[RoundView]) -> serde_json::Value {
             .collect(),
     )
 }
+
+#[cfg(test)]
+#[path = "report_tests.rs"]
+mod tests;

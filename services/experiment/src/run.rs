@@ -144,6 +144,11 @@ pub async fn run_in(args: &RunArgs, held: Option<&File>) -> Result<(PathBuf, boo
     std::fs::write(out.join("plan.toml"), plan.to_toml()).context("writing plan.toml")?;
     let env = crate::envinfo::collect(&http, &root, &bins, &k6, &common.profile).await;
     round::write_json(&out.join("env.json"), &env).map_err(anyhow::Error::from)?;
+    if plan.warm_servers {
+        info!("warming every store's server until its CPU per message is steady (--no-warm-servers skips)");
+        let warmed = crate::warm::run(&root, crate::warm::Rule::default()).await.context("warming the servers")?;
+        round::write_json(&out.join(crate::warm::FILE), &warmed).map_err(anyhow::Error::from)?;
+    }
     let servers = crate::procs::server_pids(&root);
     if servers.len() < 5 {
         warn!("sampling {} of the 5 servers' CPU ({:?}); the others' pid files were not found", servers.len(), servers);

@@ -50,6 +50,18 @@ pub struct RoundStats {
 }
 
 impl RoundStats {
+    /// What the pipeline sustained into every store: the lower of the ingest's accepted rate
+    /// and the writer's stored rate over the measured phase. Policies are ranked by it, since
+    /// Kafka lets the ingest accept faster than the writer stores, and an accepted rate the
+    /// writer does not keep up with is only a backlog growing. Either alone when the other is
+    /// missing.
+    pub fn end_to_end(&self) -> Option<f64> {
+        match (self.throughput, self.writer_rate) {
+            (Some(a), Some(w)) => Some(a.min(w)),
+            (a, w) => a.or(w),
+        }
+    }
+
     pub fn caller_runs(&self) -> f64 {
         self.pools.values().map(|p| p.caller_runs).sum()
     }

@@ -10,12 +10,12 @@ use crate::stats::pool_name;
 use plotters::prelude::*;
 use std::path::Path;
 
-/// The round drawn for a policy: its valid round with the median throughput, else its first.
+/// The round drawn for a policy: its valid round with the median end-to-end rate, else its first.
 pub fn representative<'a>(ev: &'a Evidence, views: &[RoundView], policy: &str) -> Option<&'a RoundEvidence> {
     let mut valid: Vec<(f64, &str)> = views
         .iter()
         .filter(|v| v.valid && v.slot.policy == policy)
-        .map(|v| (v.stats.throughput.unwrap_or(0.0), v.name.as_str()))
+        .map(|v| (v.stats.end_to_end().unwrap_or(0.0), v.name.as_str()))
         .collect();
     valid.sort_by(|a, b| a.0.total_cmp(&b.0));
     let name = match valid.get(valid.len() / 2) {

@@ -1,0 +1,194 @@
+//! Warming the servers before the first round, until each is steady.
+//!
+//! A server measured cold costs more per message than the same server a few minutes later: a
+//! JVM (OpenSearch) compiles its hot paths while it serves, caches and buffer pools fill. The
+//! k6 warm-up alone is too short to get there at the rate this machine allows, so a run on a
+//! freshly started stack would report other figures than a run on a warm one. Here each store
+//! is written in chunks, straight through its own sink (the code path the writer uses), while
+//! its server's CPU is read from /proc, until the server's CPU per message has stopped falling:
+//! the last few chunks within a small spread of each other. The stores are left empty (the
+//! round resets them anyway). What was done goes to `warmup.json` and the report.
+
+use anyhow::Context;
+use pipeline_common::procstat::cpu_seconds;
+use pipeline_stores::{Overwrite, StoreArgs, StoreKind};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::time::Instant;
+use tracing::info;
+
+/// The evidence file of the warm-up, beside `env.json`.
+pub(crate) const FILE: &str = "warmup.json";
+
+/// When a server counts as warm, and how much may be written to get there.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rule {
+    /// Messages per chunk: one CPU-per-message reading.
+    pub chunk: usize,
+    /// Messages per store batch, and batches in flight (about the writer's own shape).
+    pub batch: usize,
+    pub in_flight: usize,
+    /// The last `settle` chunks must lie within `spread` (0.15: the highest at most 15 % above
+    /// the lowest) for the server to count as steady.
+    pub settle: usize,
+    pub spread: f64,
+    /// Most chunks per store: a server that never settles is reported as such, not waited on.
+    pub max_chunks: usize,
+}
+
+impl Default for Rule {
+    fn default() -> Rule {
+        Rule { chunk: 5_000, batch: 100, in_flight: 4, settle: 3, spread: 0.15, max_chunks: 20 }
+    }
+}
+
+/// One store's warm-up, as kept in `warmup.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Warmed {
+    pub store: String,
+    /// Messages per chunk.
+    pub chunk: usize,
+    /// The server's CPU per message in each chunk, µs (empty when its process was not found:
+    /// the chunks were written, but nothing was measured).
+    pub server_us: Vec<f64>,
+    /// Chunks written.
+    pub chunks: usize,
+    /// Whether the last chunks settled within the rule's spread.
+    pub steady: bool,
+    pub seconds: f64,
+}
+
+/// Whether the last `settle` readings lie within `spread` of each other.
+pub(crate) fn steady(readings: &[f64], settle: usize, spread: f64) -> bool {
+    if settle == 0 || readings.len() < settle {
+        return false;
+    }
+    let last = &readings[readings.len() - settle..];
+    let lo = last.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = last.iter().copied().fold(0.0, f64::max);
+    lo > 0.0 && hi <= lo * (1.0 + spread)
+}
+
+/// Warms every store's server of the registry, one after the other; the stores are left empty.
+pub(crate) async fn run(root: &Path, rule: Rule) -> anyhow::Result<Vec<Warmed>> {
+    let args = StoreArgs::from_env();
+    let stores = pipeline_stores::connect(&args, &StoreKind::ALL).await.context("connecting to the stores")?;
+    let mut out = Vec::new();
+    for store in &stores {
+        let kind = store.kind();
+        store.prepare().await.with_context(|| format!("preparing {kind}"))?;
+        let pid = crate::procs::server_pid(root, kind.name());
+        let t0 = Instant::now();
+        let mut warmed = Warmed {
+            store: kind.name().into(),
+            chunk: rule.chunk,
+            server_us: Vec::new(),
+            chunks: 0,
+            steady: false,
+            seconds: 0.0,
+        };
+        while warmed.chunks < rule.max_chunks {
+            let msgs = messages(kind, warmed.chunks, rule.chunk);
+            let cpu0 = cpu_seconds(pid);
+            write_chunk(store.as_ref(), &msgs, rule).await?;
+            warmed.chunks += 1;
+            if let (Some(a), Some(b)) = (cpu0, cpu_seconds(pid)) {
+                warmed.server_us.push((b - a) * 1e6 / rule.chunk as f64);
+            }
+            warmed.steady = steady(&warmed.server_us, rule.settle, rule.spread);
+            // Without a server process to read, the rule's least is written and nothing judged.
+            if warmed.steady || (pid.is_none() && warmed.chunks >= rule.settle) {
+                break;
+            }
+        }
+        store.reset().await.with_context(|| format!("emptying {kind} after its warm-up"))?;
+        warmed.seconds = t0.elapsed().as_secs_f64();
+        info!("warm-up: {}", line(&warmed));
+        out.push(warmed);
+    }
+    Ok(out)
+}
+
+async fn write_chunk(store: &dyn pipeline_stores::Store, msgs: &[pipeline_common::Message], rule: Rule) -> anyhow::Result<()> {
+    use futures::stream::{self, StreamExt, TryStreamExt};
+    let kind = store.kind();
+    stream::iter(msgs.chunks(rule.batch.max(1)))
+        .map(|batch| async move {
+            let refused = store.write(batch, Overwrite::Older).await.with_context(|| format!("warming {kind}"))?;
+            anyhow::ensure!(refused.is_empty(), "{kind} refused {} warm-up messages: {:?}", refused.len(), refused.first());
+            Ok(())
+        })
+        .buffer_unordered(rule.in_flight.max(1))
+        .try_collect::<()>()
+        .await
+}
+
+/// Messages like the load's (~150 bytes of body), ids of their own.
+fn messages(kind: StoreKind, chunk: usize, n: usize) -> Vec<pipeline_common::Message> {
+    let now = pipeline_common::message::normalize_sent_at(time::OffsetDateTime::now_utc());
+    (0..n)
+        .map(|i| pipeline_common::Message {
+            id: format!("warm-{kind}-{chunk:03}-{i:06}"),
+            sender: format!("user-{}", i % 97),
+            recipient: format!("user-{}", i % 89),
+            body: format!("warm-up message {i}: {}", "lorem ipsum ".repeat(10)),
+            sent_at: now,
+            version: 1,
+        })
+        .collect()
+}
+
+/// One store's warm-up in words, for the log and the report.
+pub(crate) fn line(w: &Warmed) -> String {
+    let label = StoreKind::ALL.iter().find(|k| k.name() == w.store).map(|k| k.label()).unwrap_or(&w.store);
+    let each: Vec<String> = w.server_us.iter().map(|u| format!("{u:.0}")).collect();
+    let cpu = if each.is_empty() {
+        "server CPU not read (no pid file)".to_string()
+    } else {
+        format!("server CPU per message {} µs", each.join(" → "))
+    };
+    let verdict = match (w.steady, w.server_us.is_empty()) {
+        (true, _) => "steady",
+        (false, true) => "not judged",
+        (false, false) => "NOT steady",
+    };
+    format!("{label}: {} chunks of {} in {:.0} s, {cpu}: {verdict}", w.chunks, w.chunk, w.seconds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steady_needs_the_last_chunks_within_the_spread() {
+        // A JVM settling: falling, then flat.
+        let r = [343.0, 250.0, 190.0, 165.0, 160.0, 158.0];
+        assert!(!steady(&r[..3], 3, 0.15));
+        assert!(!steady(&r[..4], 3, 0.15), "250 → 165 is still falling");
+        assert!(!steady(&r[..5], 3, 0.15), "190 → 160: still more than 15 % apart");
+        assert!(steady(&r, 3, 0.15), "165, 160, 158");
+        assert!(!steady(&r[..2], 3, 0.15), "too few readings");
+        assert!(!steady(&[0.0, 0.0, 0.0], 3, 0.15), "no CPU read is not a reading");
+        assert!(!steady(&r, 0, 0.15));
+    }
+
+    #[test]
+    fn a_line_names_every_reading_and_the_verdict() {
+        let w = Warmed {
+            store: "es".into(),
+            chunk: 5000,
+            server_us: vec![300.0, 180.0, 170.0, 165.0],
+            chunks: 4,
+            steady: true,
+            seconds: 12.4,
+        };
+        assert_eq!(
+            line(&w),
+            "Elasticsearch: 4 chunks of 5000 in 12 s, server CPU per message 300 → 180 → 170 → 165 µs: steady"
+        );
+        let blind = Warmed { server_us: vec![], steady: false, ..w.clone() };
+        assert!(line(&blind).ends_with("server CPU not read (no pid file): not judged"));
+        let never = Warmed { steady: false, ..w };
+        assert!(line(&never).ends_with("NOT steady"));
+    }
+}

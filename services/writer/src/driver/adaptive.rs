@@ -6,10 +6,13 @@
 //! multiplicative decrease, on round trips and failures.
 //!
 //! A round trip is one pooled job: one batch written to one store, retries included, so a store
-//! that errors shows as one that slows down. The controller works in windows of `limit` jobs
-//! (about one round trip of the pool): when a window's mean round trip is above the past mean
-//! (give or take `TOLERANCE`) by more than `DEVIATIONS` times its usual deviation, or a job failed, the limit is cut to
-//! `DECREASE` of itself; when the pool used its whole limit and the round trip did not grow, the
+//! that errors shows as one that slows down. A job whose batch the store refused for good (data
+//! it cannot hold) is left out: its round trip is not a reading of load (`pool::Outcome`).
+//!
+//! The controller works in windows of `limit` jobs (about one round trip of the pool): when a
+//! window's mean round trip is above the past mean (give or take `TOLERANCE`) by more than
+//! `DEVIATIONS` times its usual deviation, or a job failed, the limit is cut to `DECREASE` of
+//! itself; when the pool used its whole limit and the round trip did not grow, the
 //! limit rises by one. The past mean and deviation are moving averages (`ALPHA`) of the windows.
 //!
 //! Hand-written, not `tower-acc` (the maintained port of Netflix's concurrency-limits): against

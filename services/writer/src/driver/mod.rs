@@ -21,7 +21,7 @@ pub mod retry;
 pub mod spec;
 pub mod ticket;
 
-pub use pool::{Job, Pool};
+pub use pool::{Job, Outcome, Pool};
 pub use retry::{Backoff, Panicked};
 pub use ticket::{Completion, Ticket};
 
@@ -107,13 +107,19 @@ impl<D: DeadLetters> Driver<D> {
         // The job runs on a pool worker: it keeps the batch's span (consumer, batch, offsets)
         // and adds its store, so a slow or failed pooled write names the batch it belongs to.
         let span = tracing::info_span!(parent: &tracing::Span::current(), "store_write", store = store.kind().name());
-        Job::new(
+        Job::reporting(
             bytes,
             async move {
                 // Move the whole guard in (a closure would otherwise capture only the `bool`
                 // field, and the guard would fire as soon as the job is built).
                 let mut guard = guard;
-                guard.finished = write_and_dead_letter(store.as_ref(), &batch, &dlq, backoff).await.is_ok();
+                let result = write_and_dead_letter(store.as_ref(), &batch, &dlq, backoff).await;
+                guard.finished = result.is_ok();
+                match result {
+                    Ok(0) => Outcome::Written,
+                    Ok(_) => Outcome::Refused,
+                    Err(_) => Outcome::Failed,
+                }
             }
             .instrument(span),
         )
@@ -121,22 +127,24 @@ impl<D: DeadLetters> Driver<D> {
 }
 
 /// One store write of one batch, with the records it refuses for good dead-lettered (and
-/// acknowledged by the dead-letter topic) before it returns.
+/// acknowledged by the dead-letter topic) before it returns; how many it refused.
 async fn write_and_dead_letter(
     store: &dyn Sink,
     batch: &[Message],
     dlq: &impl DeadLetters,
     backoff: Backoff,
-) -> Result<(), Panicked> {
+) -> Result<usize, Panicked> {
     let name = store.kind().name();
-    for r in retry::store_batch(store, batch, backoff).await? {
+    let refused = retry::store_batch(store, batch, backoff).await?;
+    let n = refused.len();
+    for r in refused {
         match batch.iter().find(|m| m.id == r.id) {
             Some(msg) => dlq.refused(name, msg, &r.reason).await,
             // An adapter naming an id that is not in the batch is a bug: nothing to dead-letter.
             None => tracing::error!(store = name, id = %r.id, "store refused an id that is not in the batch"),
         }
     }
-    Ok(())
+    Ok(n)
 }
 
 #[cfg(test)]

@@ -29,12 +29,33 @@ use tokio::sync::Notify;
 
 /// A unit of work: one store write of one batch, and the bytes it holds while queued.
 pub struct Job {
-    fut: BoxFuture<'static, ()>,
+    fut: BoxFuture<'static, Outcome>,
     bytes: usize,
 }
 
+/// How a job ended, as an adaptive pool's controller reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The batch is written: the round trip says how loaded the store is.
+    Written,
+    /// The store refused some records for good (data it cannot hold, dead-lettered). Its round
+    /// trip says nothing about load: a whole batch refused at once comes back in a fraction of
+    /// a write's time, and isolating one bad record takes several writes. Left out of the
+    /// controller's windows, so neither drags the learnt round trip.
+    Refused,
+    /// The job could not finish (a panic): read as a slowdown.
+    Failed,
+}
+
 impl Job {
+    /// A job whose every end counts as written (the pool's own tests).
     pub fn new(bytes: usize, fut: impl std::future::Future<Output = ()> + Send + 'static) -> Job {
+        use futures::FutureExt;
+        Job { fut: Box::pin(fut.map(|()| Outcome::Written)), bytes }
+    }
+
+    /// A job that tells how it ended.
+    pub fn reporting(bytes: usize, fut: impl std::future::Future<Output = Outcome> + Send + 'static) -> Job {
         Job { fut: Box::pin(fut), bytes }
     }
 }
@@ -177,19 +198,23 @@ impl Pool {
     /// caller-runs) survives it, and the job's guard has already failed its batch.
     async fn run_contained(&self, job: Job) {
         let started = std::time::Instant::now();
-        let failed = match std::panic::AssertUnwindSafe(job.fut).catch_unwind().await {
-            Ok(()) => {
+        let outcome = match std::panic::AssertUnwindSafe(job.fut).catch_unwind().await {
+            Ok(outcome) => {
                 self.0.m.completed.increment(1);
-                false
+                outcome
             }
             Err(panic) => {
                 self.0.m.panics.increment(1);
                 counter!(catalog::WRITER_PANICS_TOTAL, "where" => "pool_job").increment(1);
                 tracing::error!(pool = %self.0.name, panic = %super::retry::panic_message(&*panic), "pool job panicked");
-                true
+                Outcome::Failed
             }
         };
-        self.adapt(started.elapsed(), failed);
+        match outcome {
+            Outcome::Written => self.adapt(started.elapsed(), false),
+            Outcome::Failed => self.adapt(started.elapsed(), true),
+            Outcome::Refused => {}
+        }
     }
 
     /// Moves an adaptive pool's limit by one job's outcome, and starts workers for queued jobs

@@ -142,3 +142,41 @@ async fn an_adaptive_pool_runs_up_to_its_limit_and_raises_it() {
     let limit = pool.state().limit().unwrap_or(0);
     assert!(limit > 2, "jobs that never slow down raised the limit: {limit}");
 }
+
+/// A store refusing whole batches for good answers in a fraction of a write's time; those
+/// answers must not teach an adaptive pool that the store got fast (or, once it writes again,
+/// that every normal write is a slowdown).
+#[tokio::test]
+async fn refused_batches_do_not_teach_an_adaptive_pool_its_round_trip() {
+    let pool = Pool::with("t7", spec("1/4/1000/block"), NO_BYTE_BOUND, true);
+    let done = Arc::new(AtomicUsize::new(0));
+    let job = |ms: u64, outcome: Outcome| {
+        let done = done.clone();
+        Job::reporting(1, async move {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            done.fetch_add(1, Ordering::SeqCst);
+            outcome
+        })
+    };
+    let settle = |n: usize| {
+        let done = done.clone();
+        async move {
+            while done.load(Ordering::SeqCst) < n {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+    };
+    let learnt = |pool: &Pool| pool.state().controller.as_ref().map_or(0.0, Controller::round_trip);
+    for _ in 0..20 {
+        pool.submit(job(5, Outcome::Written)).await.ok();
+    }
+    settle(20).await;
+    let before = learnt(&pool);
+    assert!(before >= 0.004, "20 writes of 5 ms taught {before} s");
+    for _ in 0..200 {
+        pool.submit(job(0, Outcome::Refused)).await.ok();
+    }
+    settle(220).await;
+    let after = learnt(&pool);
+    assert!(after >= 0.004, "refused batches dragged the learnt round trip from {before} s to {after} s");
+}

@@ -163,3 +163,39 @@ async fn a_mongo_document_is_the_message_with_a_bson_date() {
     };
     assert_eq!(d, want);
 }
+
+/// Mongo's audit reads in pages ordered by id (so a server that gathers a whole answer first
+/// holds a page, not the collection): more than two pages come back whole, each id once, and a
+/// document whose `_id` is not a string (which a `$gt` on strings passes over) is still reported.
+#[tokio::test]
+async fn the_mongo_audit_pages_through_every_document() {
+    use mongodb::bson::{doc, oid::ObjectId, Document};
+    use pipeline_stores::mongo::MongoStore;
+    use pipeline_stores::{Audit, Sink};
+    let _g = exclusive().await;
+    let ns = Namespace::new("mpage").await;
+    let args = &ns.stores.mongo;
+    let store = MongoStore::connect(args).await.unwrap();
+    store.prepare().await.unwrap();
+    store.reset().await.unwrap();
+    let batch = messages(23_456, "mp");
+    for part in batch.chunks(2_000) {
+        assert!(store.write(part, Older).await.unwrap().is_empty());
+    }
+    let want: Vec<String> = batch.iter().map(|m| m.id.clone()).collect();
+    let audited = store.audit().await.unwrap();
+    let mut ids: Vec<String> = audited.iter().map(|a| a.id.clone()).collect();
+    ids.sort();
+    assert_eq!(ids.len(), want.len(), "every document once");
+    assert_eq!(ids, want);
+    assert!(audited.iter().all(|a| a.digest.is_some()), "every document read as a message");
+    let client = mongodb::Client::with_uri_str(&args.url).await.unwrap();
+    let coll = client.database(&args.db).collection::<Document>(&args.collection);
+    let foreign = ObjectId::new();
+    coll.insert_one(doc! { "_id": foreign, "note": "not ours" }).await.unwrap();
+    let audited = store.audit().await.unwrap();
+    assert_eq!(audited.len(), want.len() + 1, "the foreign document is reported too");
+    let odd: Vec<_> = audited.iter().filter(|a| a.digest.is_none()).collect();
+    assert_eq!(odd.len(), 1, "and only it is not a message");
+    store.reset().await.unwrap();
+}

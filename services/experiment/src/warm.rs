@@ -23,8 +23,10 @@ pub(crate) const FILE: &str = "warmup.json";
 /// When a server counts as warm, and how much may be written to get there.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Rule {
-    /// Messages per chunk: one CPU-per-message reading.
-    pub chunk: usize,
+    /// Seconds of writing per chunk: one CPU-per-message reading. By time, not by count: /proc
+    /// counts CPU in ticks of 10 ms, and a server that spends 5 µs per message (Redis) would
+    /// use a handful of ticks on a few thousand messages, too coarse to judge a 15 % spread.
+    pub chunk_s: f64,
     /// Messages per store batch, and batches in flight (about the writer's own shape).
     pub batch: usize,
     pub in_flight: usize,
@@ -38,7 +40,7 @@ pub(crate) struct Rule {
 
 impl Default for Rule {
     fn default() -> Rule {
-        Rule { chunk: 5_000, batch: 100, in_flight: 4, settle: 3, spread: 0.15, max_chunks: 20 }
+        Rule { chunk_s: 2.0, batch: 100, in_flight: 4, settle: 3, spread: 0.15, max_chunks: 20 }
     }
 }
 
@@ -46,8 +48,10 @@ impl Default for Rule {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Warmed {
     pub store: String,
-    /// Messages per chunk.
-    pub chunk: usize,
+    /// Seconds of writing per chunk.
+    pub chunk_s: f64,
+    /// Messages written in all.
+    pub messages: usize,
     /// The server's CPU per message in each chunk, µs (empty when its process was not found:
     /// the chunks were written, but nothing was measured).
     pub server_us: Vec<f64>,
@@ -81,19 +85,20 @@ pub(crate) async fn run(root: &Path, rule: Rule) -> anyhow::Result<Vec<Warmed>> 
         let t0 = Instant::now();
         let mut warmed = Warmed {
             store: kind.name().into(),
-            chunk: rule.chunk,
+            chunk_s: rule.chunk_s,
+            messages: 0,
             server_us: Vec::new(),
             chunks: 0,
             steady: false,
             seconds: 0.0,
         };
         while warmed.chunks < rule.max_chunks {
-            let msgs = messages(kind, warmed.chunks, rule.chunk);
             let cpu0 = cpu_seconds(pid);
-            write_chunk(store.as_ref(), &msgs, rule).await?;
+            let n = write_chunk(store.as_ref(), warmed.messages, rule).await?;
             warmed.chunks += 1;
+            warmed.messages += n;
             if let (Some(a), Some(b)) = (cpu0, cpu_seconds(pid)) {
-                warmed.server_us.push((b - a) * 1e6 / rule.chunk as f64);
+                warmed.server_us.push((b - a) * 1e6 / n.max(1) as f64);
             }
             warmed.steady = steady(&warmed.server_us, rule.settle, rule.spread);
             // Without a server process to read, the rule's least is written and nothing judged.
@@ -109,26 +114,32 @@ pub(crate) async fn run(root: &Path, rule: Rule) -> anyhow::Result<Vec<Warmed>> 
     Ok(out)
 }
 
-async fn write_chunk(store: &dyn pipeline_stores::Store, msgs: &[pipeline_common::Message], rule: Rule) -> anyhow::Result<()> {
+/// Writes batches of new messages (ids from `first` on), `in_flight` at a time, for the rule's
+/// chunk time; returns how many it wrote.
+async fn write_chunk(store: &dyn pipeline_stores::Store, first: usize, rule: Rule) -> anyhow::Result<usize> {
     use futures::stream::{self, StreamExt, TryStreamExt};
     let kind = store.kind();
-    stream::iter(msgs.chunks(rule.batch.max(1)))
-        .map(|batch| async move {
-            let refused = store.write(batch, Overwrite::Older).await.with_context(|| format!("warming {kind}"))?;
+    let (batch, until) = (rule.batch.max(1), Instant::now() + std::time::Duration::from_secs_f64(rule.chunk_s));
+    let written: Vec<usize> = stream::iter((0..).map(|i| first + i * batch))
+        .take_while(|_| std::future::ready(Instant::now() < until))
+        .map(|from| async move {
+            let msgs = messages(kind, from, batch);
+            let refused = store.write(&msgs, Overwrite::Older).await.with_context(|| format!("warming {kind}"))?;
             anyhow::ensure!(refused.is_empty(), "{kind} refused {} warm-up messages: {:?}", refused.len(), refused.first());
-            Ok(())
+            Ok(msgs.len())
         })
         .buffer_unordered(rule.in_flight.max(1))
-        .try_collect::<()>()
-        .await
+        .try_collect()
+        .await?;
+    Ok(written.iter().sum())
 }
 
-/// Messages like the load's (~150 bytes of body), ids of their own.
-fn messages(kind: StoreKind, chunk: usize, n: usize) -> Vec<pipeline_common::Message> {
+/// Messages like the load's (~150 bytes of body), numbered from `from`.
+fn messages(kind: StoreKind, from: usize, n: usize) -> Vec<pipeline_common::Message> {
     let now = pipeline_common::message::normalize_sent_at(time::OffsetDateTime::now_utc());
-    (0..n)
+    (from..from + n)
         .map(|i| pipeline_common::Message {
-            id: format!("warm-{kind}-{chunk:03}-{i:06}"),
+            id: format!("warm-{kind}-{i:09}"),
             sender: format!("user-{}", i % 97),
             recipient: format!("user-{}", i % 89),
             body: format!("warm-up message {i}: {}", "lorem ipsum ".repeat(10)),
@@ -152,9 +163,8 @@ pub(crate) fn line(w: &Warmed) -> String {
         (false, true) => "not judged",
         (false, false) => "NOT steady",
     };
-    format!("{label}: {} chunks of {} in {:.0} s, {cpu}: {verdict}", w.chunks, w.chunk, w.seconds)
+    format!("{label}: {} messages in {} chunks of {:.0} s, {cpu}: {verdict}", w.messages, w.chunks, w.chunk_s)
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,15 +186,16 @@ mod tests {
     fn a_line_names_every_reading_and_the_verdict() {
         let w = Warmed {
             store: "es".into(),
-            chunk: 5000,
+            chunk_s: 2.0,
+            messages: 23_000,
             server_us: vec![300.0, 180.0, 170.0, 165.0],
             chunks: 4,
             steady: true,
-            seconds: 12.4,
+            seconds: 8.4,
         };
         assert_eq!(
             line(&w),
-            "Elasticsearch: 4 chunks of 5000 in 12 s, server CPU per message 300 → 180 → 170 → 165 µs: steady"
+            "Elasticsearch: 23000 messages in 4 chunks of 2 s, server CPU per message 300 → 180 → 170 → 165 µs: steady"
         );
         let blind = Warmed { server_us: vec![], steady: false, ..w.clone() };
         assert!(line(&blind).ends_with("server CPU not read (no pid file): not judged"));

@@ -20,6 +20,7 @@ async fn a_short_soak_has_every_window_and_a_consistent_verdict() {
     let out = std::env::temp_dir().join(format!("soak-test-{}", uuid::Uuid::now_v7().simple()));
     let status = experiment(&["soak"], &out)
         .args(["--rate", "40", "--duration", "24s", "--window", "6s", "--warmup", "0", "--sample-every", "1"])
+        .arg("--no-warm-servers")
         .envs(env)
         .env("RUST_LOG", "info")
         .status()

@@ -164,11 +164,10 @@ async fn a_mongo_document_is_the_message_with_a_bson_date() {
     assert_eq!(d, want);
 }
 
-/// Mongo's audit reads in pages ordered by id (so a server that gathers a whole answer first
-/// holds a page, not the collection): more than two pages come back whole, each id once, and a
-/// document whose `_id` is not a string (which a `$gt` on strings passes over) is still reported.
+/// Mongo's audit reads the collection through a cursor of several batches: every document comes
+/// back once, and a document whose `_id` is not a string (not ours) is reported too.
 #[tokio::test]
-async fn the_mongo_audit_pages_through_every_document() {
+async fn the_mongo_audit_reads_every_document_once() {
     use mongodb::bson::{doc, oid::ObjectId, Document};
     use pipeline_stores::mongo::MongoStore;
     use pipeline_stores::{Audit, Sink};

@@ -10,7 +10,7 @@ use mongodb::Collection;
 use pipeline_common::digest::Digest;
 use pipeline_common::message::Message;
 
-/// Documents per page (and cursor batch) of the audit, and ids per `$in` list.
+/// Documents per cursor batch, and ids per `$in` list.
 const BATCH: u32 = 10_000;
 const IDS_PER_QUERY: usize = 1000;
 
@@ -44,53 +44,13 @@ fn message_of(d: &Document) -> Option<Message> {
     })
 }
 
-fn audited(d: &Document) -> Option<Audited> {
-    let id = id_of(d)?;
-    Some(Audited { id, place: None, digest: message_of(d).map(|m| Digest::of_message(&m)) })
-}
-
-/// Every document, read in pages of `BATCH` ordered by id (`_id > last`), not as one cursor:
-/// a server that gathers a whole query's answer before sending the first batch (nx-27017
-/// does) then holds one page at a time instead of the collection. Ids are ours, all strings;
-/// a `$gt` on a string passes over ids of other types, so when the pages add up to fewer
-/// documents than the collection holds, the audit reads the collection again in one cursor
-/// and reports everything.
 pub(super) async fn audit(coll: &Collection<Document>) -> Result<Vec<Audited>, StoreError> {
-    let mut out: Vec<Audited> = Vec::new();
-    let mut last: Option<String> = None;
-    loop {
-        let filter = match &last {
-            Some(id) => doc! { "_id": { "$gt": id } },
-            None => doc! {},
-        };
-        let page: Vec<Document> =
-            coll.find(filter).sort(doc! { "_id": 1 }).limit(i64::from(BATCH)).await.map_err(err)?.try_collect().await.map_err(err)?;
-        let Some(next) = page.last().and_then(|d| d.get_str("_id").ok().map(str::to_string)) else {
-            out.extend(page.iter().filter_map(audited));
-            break;
-        };
-        // A page must move forward; a server that does not order ids as it compares them
-        // would loop, so take the one-cursor read instead.
-        if last.as_ref().is_some_and(|l| next.as_str() <= l.as_str()) {
-            return audit_in_one_cursor(coll).await;
-        }
-        out.extend(page.iter().filter_map(audited));
-        if page.len() < BATCH as usize {
-            break;
-        }
-        last = Some(next);
-    }
-    if out.len() as u64 != coll.count_documents(doc! {}).await.map_err(err)? {
-        return audit_in_one_cursor(coll).await;
-    }
-    Ok(out)
-}
-
-async fn audit_in_one_cursor(coll: &Collection<Document>) -> Result<Vec<Audited>, StoreError> {
     let mut cursor = coll.find(doc! {}).batch_size(BATCH).await.map_err(err)?;
     let mut out = Vec::new();
     while let Some(d) = cursor.try_next().await.map_err(err)? {
-        out.extend(audited(&d));
+        let Some(id) = id_of(&d) else { continue };
+        let digest = message_of(&d).map(|m| Digest::of_message(&m));
+        out.push(Audited { id, place: None, digest });
     }
     Ok(out)
 }

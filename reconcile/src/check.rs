@@ -15,7 +15,7 @@ use std::time::Instant;
 
 /// A tally holding the expected ids of `src` (before anything is counted, so bad input fails
 /// fast), and the distinct ids per class.
-pub fn load_expected(stores: &[StoreKind], src: &IdSource) -> Result<(Tally, LogCounts), InputError> {
+pub(crate) fn load_expected(stores: &[StoreKind], src: &IdSource) -> Result<(Tally, LogCounts), InputError> {
     let mut tally = Tally::new(stores);
     tally.reserve(src.size_hint());
     src.load(|id, e, sent| tally.expect(id, e, sent))?;
@@ -32,7 +32,7 @@ pub fn load_expected(stores: &[StoreKind], src: &IdSource) -> Result<(Tally, Log
 }
 
 /// Adds every store's ids and the dead letters to `tally` and classifies.
-pub async fn run(
+pub(crate) async fn run(
     stores: &[Arc<dyn Store>],
     mut tally: Tally,
     kafka: &KafkaArgs,

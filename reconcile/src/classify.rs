@@ -23,47 +23,47 @@ use pipeline_stores::StoreKind;
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Against the expected ids loaded into the tally.
     Expected,
     /// No expected set: the stores against each other only.
     StoresOnly,
 }
 
-pub type Classes = BTreeMap<String, Class>;
+pub(crate) type Classes = BTreeMap<String, Class>;
 
-pub const DL_ACCEPTED: &str = "dead-lettered (accepted)";
-pub const DL_REFUSED: &str = "dead-lettered (refused)";
-pub const DL_UNCERTAIN: &str = "dead-lettered (uncertain)";
-pub const DL_OTHER: &str = "dead-lettered (other ids)";
-pub const DL_ANY: &str = "dead-lettered";
-pub const DL_NO_ID: &str = "dead letters without id";
-pub const UNCERTAIN_PARTLY: &str = "uncertain, in some stores only";
-pub const UNCERTAIN_STORED: &str = "uncertain, stored";
-pub const UNCERTAIN_NOT_STORED: &str = "uncertain, not stored";
+pub(crate) const DL_ACCEPTED: &str = "dead-lettered (accepted)";
+pub(crate) const DL_REFUSED: &str = "dead-lettered (refused)";
+pub(crate) const DL_UNCERTAIN: &str = "dead-lettered (uncertain)";
+pub(crate) const DL_OTHER: &str = "dead-lettered (other ids)";
+pub(crate) const DL_ANY: &str = "dead-lettered";
+pub(crate) const DL_NO_ID: &str = "dead letters without id";
+pub(crate) const UNCERTAIN_PARTLY: &str = "uncertain, in some stores only";
+pub(crate) const UNCERTAIN_STORED: &str = "uncertain, stored";
+pub(crate) const UNCERTAIN_NOT_STORED: &str = "uncertain, not stored";
 
-pub fn missing(s: StoreKind) -> String {
+pub(crate) fn missing(s: StoreKind) -> String {
     format!("missing from {s}")
 }
-pub fn extra(s: StoreKind) -> String {
+pub(crate) fn extra(s: StoreKind) -> String {
     format!("extra in {s}")
 }
-pub fn refused_in(s: StoreKind) -> String {
+pub(crate) fn refused_in(s: StoreKind) -> String {
     format!("refused but in {s}")
 }
-pub fn duplicated(s: StoreKind) -> String {
+pub(crate) fn duplicated(s: StoreKind) -> String {
     format!("duplicated ({s})")
 }
-pub fn wrong_shard(s: StoreKind) -> String {
+pub(crate) fn wrong_shard(s: StoreKind) -> String {
     format!("wrong shard ({s})")
 }
-pub fn absent_elsewhere(s: StoreKind) -> String {
+pub(crate) fn absent_elsewhere(s: StoreKind) -> String {
     format!("absent from {s}, held by another store")
 }
-pub fn mismatched(s: StoreKind) -> String {
+pub(crate) fn mismatched(s: StoreKind) -> String {
     format!("mismatched ({s})")
 }
-pub fn not_sent(s: StoreKind) -> String {
+pub(crate) fn not_sent(s: StoreKind) -> String {
     format!("not what was sent ({s})")
 }
 
@@ -130,7 +130,7 @@ fn class<'a>(c: &'a mut Classes, name: &str) -> &'a mut Class {
 }
 
 /// Sorts every id of the tally (and every dead letter) into classes.
-pub fn classify(tally: &Tally, dead: &DeadLetters, mode: Mode) -> Classes {
+pub(crate) fn classify(tally: &Tally, dead: &DeadLetters, mode: Mode) -> Classes {
     let stores = tally.stores();
     let mut c = empty(stores, mode);
     for (i, &s) in stores.iter().enumerate() {

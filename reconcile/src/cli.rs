@@ -12,7 +12,7 @@ use std::path::PathBuf;
     name = "reconcile",
     about = "Check the four stores against what was injected, id by id and content; repair them; replay dead letters"
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(flatten)]
     pub kafka: KafkaArgs,
     #[command(flatten)]
@@ -31,7 +31,7 @@ pub struct Cli {
 }
 
 #[derive(Subcommand)]
-pub enum Cmd {
+pub(crate) enum Cmd {
     /// Wait for drain, then check every store: id sets when FILE has ids, totals otherwise.
     Count {
         /// Totals only: the number of messages acknowledged with 202.
@@ -114,7 +114,7 @@ pub enum Cmd {
 }
 
 #[derive(Subcommand)]
-pub enum DlqCmd {
+pub(crate) enum DlqCmd {
     /// Every dead letter (where, when, store, id, error, replayed or not) and counts per store
     /// and error.
     List {

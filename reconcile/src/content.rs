@@ -17,7 +17,7 @@ fn short(s: &str) -> String {
 }
 
 /// `body: mysql "…" vs redis "…"; version: mysql 7 vs redis 5`.
-pub fn compare(a_kind: StoreKind, a: &Message, b_kind: StoreKind, b: &Message) -> String {
+pub(crate) fn compare(a_kind: StoreKind, a: &Message, b_kind: StoreKind, b: &Message) -> String {
     let body_lengths = format!(" ({} vs {} bytes)", a.body.len(), b.body.len());
     let fields = [
         ("version", a.version.to_string(), b.version.to_string(), ""),

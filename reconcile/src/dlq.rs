@@ -25,13 +25,13 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// Longest time without a record or an end-of-partition before the read counts as failed.
-pub const STALL: Duration = Duration::from_secs(30);
+pub(crate) const STALL: Duration = Duration::from_secs(30);
 
 /// Distinct stores kept per dead-lettered id (at-least-once delivery repeats dead letters).
 const STORES_PER_ID: usize = 4;
 
 #[derive(Debug, thiserror::Error)]
-pub enum DlqError {
+pub(crate) enum DlqError {
     #[error("reading dead-letter topic {topic}: {source}")]
     Kafka { topic: String, source: KafkaError },
     #[error("reading dead-letter topic {topic}: no progress for {} s; unfinished partitions (partition, next offset, end): {left:?}", STALL.as_secs())]
@@ -40,7 +40,7 @@ pub enum DlqError {
 
 /// Why one id was dead-lettered.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeadLetter {
+pub(crate) struct DeadLetter {
     /// A store's name (`StoreKind::name`), `decode` or `unknown`.
     pub store: String,
     pub reason: String,
@@ -48,7 +48,7 @@ pub struct DeadLetter {
 
 /// What the dead-letter topic holds.
 #[derive(Debug, Default)]
-pub struct DeadLetters {
+pub(crate) struct DeadLetters {
     pub topic: String,
     /// The topic does not exist (no writer ever started with it): no dead letters.
     pub absent: bool,
@@ -63,7 +63,7 @@ pub struct DeadLetters {
 
 /// One record of the dead-letter topic, as read.
 #[derive(Debug, Clone)]
-pub struct Record {
+pub(crate) struct Record {
     pub partition: i32,
     pub offset: i64,
     /// Milliseconds since the epoch, when the broker gave one.
@@ -74,7 +74,7 @@ pub struct Record {
 }
 
 impl Record {
-    pub fn header(&self, name: &str) -> Option<String> {
+    pub(crate) fn header(&self, name: &str) -> Option<String> {
         self.headers
             .iter()
             .find(|(k, _)| k == name)
@@ -83,28 +83,34 @@ impl Record {
     }
 
     /// The store that refused it (see the module docs).
-    pub fn store(&self) -> String {
+    pub(crate) fn store(&self) -> String {
         self.header("store").unwrap_or_else(|| store_of_reason(&self.reason()))
     }
 
-    pub fn reason(&self) -> String {
+    pub(crate) fn reason(&self) -> String {
         self.header("error").unwrap_or_else(|| "no error header".into())
     }
 
     /// Whether `reconcile dlq replay` can write it back: a store refused a valid message.
-    pub fn replayable(&self) -> bool {
+    pub(crate) fn replayable(&self) -> bool {
         let store = self.store();
         StoreKind::ALL.iter().any(|k| k.name() == store)
     }
 
-    pub fn at(&self) -> String {
+    pub(crate) fn at(&self) -> String {
         format!("{}:{}", self.partition, self.offset)
     }
 }
 
 impl DeadLetters {
     /// Files one record.
-    pub fn add(&mut self, key: Option<&[u8]>, payload: Option<&[u8]>, headers: &[(&str, Option<&[u8]>)], at: &str) {
+    pub(crate) fn add(
+        &mut self,
+        key: Option<&[u8]>,
+        payload: Option<&[u8]>,
+        headers: &[(&str, Option<&[u8]>)],
+        at: &str,
+    ) {
         self.records += 1;
         let header = |name: &str| {
             headers.iter().find(|(k, _)| *k == name).and_then(|(_, v)| *v).map(|v| String::from_utf8_lossy(v))
@@ -155,7 +161,7 @@ fn payload_ids(payload: &[u8]) -> Vec<String> {
 /// Reads `topic` from its beginning to its current end, filing every record; a replayable one
 /// below `replayed[partition]` (the replay group's committed offsets) counts as replayed.
 /// Blocking (librdkafka calls): run it on a blocking thread from async code.
-pub fn read_all(kafka: &KafkaArgs, topic: &str, replayed: &HashMap<i32, i64>) -> Result<DeadLetters, DlqError> {
+pub(crate) fn read_all(kafka: &KafkaArgs, topic: &str, replayed: &HashMap<i32, i64>) -> Result<DeadLetters, DlqError> {
     let mut out = DeadLetters { topic: topic.to_string(), ..DeadLetters::default() };
     out.absent = !scan(kafka, topic, &HashMap::new(), |r| {
         if r.replayable() && replayed.get(&r.partition).is_some_and(|&c| r.offset < c) {
@@ -171,7 +177,7 @@ pub fn read_all(kafka: &KafkaArgs, topic: &str, replayed: &HashMap<i32, i64>) ->
 /// Calls `each` with every record of `topic` from `from[partition]` (the low watermark when
 /// absent or lower) to the high watermark taken at the start, in offset order per partition.
 /// Returns false when the topic does not exist. Blocking.
-pub fn scan(
+pub(crate) fn scan(
     kafka: &KafkaArgs,
     topic: &str,
     from: &HashMap<i32, i64>,

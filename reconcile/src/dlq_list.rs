@@ -21,7 +21,7 @@ fn ids_of(r: &Record) -> String {
     r.header("id").unwrap_or_else(|| "-".into())
 }
 
-pub fn run(kafka: &KafkaArgs, topic: &str, limit: usize, as_json: bool) -> anyhow::Result<u8> {
+pub(crate) fn run(kafka: &KafkaArgs, topic: &str, limit: usize, as_json: bool) -> anyhow::Result<u8> {
     let replayed = replay::committed(kafka, &replay::group_of(topic), topic)?;
     let mut records = Vec::new();
     let exists = dlq::scan(kafka, topic, &HashMap::new(), |r| records.push(r))?;

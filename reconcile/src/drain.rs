@@ -14,9 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Store counts in [`StoreKind::ALL`] order.
-pub type Counts = Vec<(StoreKind, u64)>;
+pub(crate) type Counts = Vec<(StoreKind, u64)>;
 
-pub async fn count_all(stores: &[Arc<dyn Store>]) -> anyhow::Result<Counts> {
+pub(crate) async fn count_all(stores: &[Arc<dyn Store>]) -> anyhow::Result<Counts> {
     let mut out = Vec::with_capacity(stores.len());
     for s in stores {
         out.push((s.kind(), crate::patient::count(s.as_ref()).await?));
@@ -33,7 +33,7 @@ async fn lag(probe: &Arc<GroupProbe>) -> anyhow::Result<Vec<PartitionLag>> {
 
 /// Why the wait ended without a drain.
 #[derive(Debug)]
-pub struct NotDrained {
+pub(crate) struct NotDrained {
     pub lagging: Vec<PartitionLag>,
     pub counts: Counts,
 }
@@ -99,7 +99,7 @@ fn step(caught_up: bool, stable: bool, past_deadline: bool, last_chance_used: bo
 }
 
 /// Polls lag and counts every `interval` until the pipeline is drained or `timeout` passes.
-pub async fn wait(
+pub(crate) async fn wait(
     kafka: &KafkaArgs,
     stores: &[Arc<dyn Store>],
     timeout: Duration,

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// Where the expected ids come from.
 #[derive(Debug, Clone)]
-pub enum IdSource {
+pub(crate) enum IdSource {
     /// A k6 id log, the section of one run; `summary` holds the summary's own counts when the
     /// log was named by a summary (they must agree with the log).
     K6Log { path: PathBuf, run: String, summary: Option<LogCounts> },
@@ -20,7 +20,7 @@ pub enum IdSource {
 
 /// What a check compares against.
 #[derive(Debug, Clone)]
-pub enum Expected {
+pub(crate) enum Expected {
     /// Totals only: `--expect N`, or a k6 summary written without an id log.
     Totals {
         accepted: u64,
@@ -31,7 +31,7 @@ pub enum Expected {
 }
 
 /// Reads `--expect-from FILE`: a k6 summary JSON, a k6 id log or a plain id file.
-pub fn from_file(path: &Path) -> Result<Expected, InputError> {
+pub(crate) fn from_file(path: &Path) -> Result<Expected, InputError> {
     let text_start = first_char(path)?;
     if text_start == Some('{') {
         return from_summary(path);
@@ -94,7 +94,7 @@ fn locate(summary: &Path, log: &Path) -> Option<PathBuf> {
 
 impl IdSource {
     /// Streams every expected id into `sink`; returns the ids read per class.
-    pub fn load(&self, mut sink: impl FnMut(&str, Expect, Option<u64>)) -> Result<LogCounts, InputError> {
+    pub(crate) fn load(&self, mut sink: impl FnMut(&str, Expect, Option<u64>)) -> Result<LogCounts, InputError> {
         match self {
             IdSource::K6Log { path, run, summary } => {
                 let counts = idlog::read_k6_log(path, run, sink)?;
@@ -120,7 +120,7 @@ impl IdSource {
     /// Roughly how many ids `load` will give: the summary's counts, else a guess from the file
     /// sizes (an id and its tag take about 40 bytes). Reserving it avoids rehashing millions of
     /// ids while the table grows.
-    pub fn size_hint(&self) -> usize {
+    pub(crate) fn size_hint(&self) -> usize {
         let bytes = |p: &Path| std::fs::metadata(p).map(|m| m.len() as usize).unwrap_or(0);
         match self {
             IdSource::K6Log { summary: Some(s), .. } => (s.accepted + s.uncertain + s.refused) as usize,
@@ -130,7 +130,7 @@ impl IdSource {
     }
 
     /// For the report: where the ids came from.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             IdSource::K6Log { path, run, .. } => format!("k6 id log {} (run {run})", path.display()),
             IdSource::Plain { accepted, uncertain: Some(u) } => {

@@ -9,17 +9,17 @@
 use std::collections::BTreeMap;
 
 /// Examples kept per class.
-pub const EXAMPLES: usize = 20;
+pub(crate) const EXAMPLES: usize = 20;
 
 /// Whether a non-zero class breaks the promise (exit 1) or only informs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Severity {
+pub(crate) enum Severity {
     Failure,
     Info,
 }
 
 #[derive(Debug, Clone)]
-pub struct Class {
+pub(crate) struct Class {
     pub severity: Severity,
     pub total: u64,
     /// id → the example as printed, the smallest ids only.
@@ -29,12 +29,12 @@ pub struct Class {
 }
 
 impl Class {
-    pub fn new(severity: Severity) -> Class {
+    pub(crate) fn new(severity: Severity) -> Class {
         Class { severity, total: 0, examples: BTreeMap::new(), fields: BTreeMap::new() }
     }
 
     /// Counts `id` as differing in `fields`.
-    pub fn add_fields(&mut self, id: &str, fields: &[&'static str], detail: impl FnOnce() -> String) {
+    pub(crate) fn add_fields(&mut self, id: &str, fields: &[&'static str], detail: impl FnOnce() -> String) {
         for f in fields {
             *self.fields.entry(f).or_default() += 1;
         }
@@ -42,24 +42,24 @@ impl Class {
     }
 
     /// The ids of the examples, smallest first.
-    pub fn example_ids(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn example_ids(&self) -> impl Iterator<Item = &str> {
         self.examples.keys().map(|k| &**k)
     }
 
     /// Replaces the example of `id` (kept only if `id` is an example already).
-    pub fn set_example(&mut self, id: &str, example: String) {
+    pub(crate) fn set_example(&mut self, id: &str, example: String) {
         if let Some(e) = self.examples.get_mut(id) {
             *e = example;
         }
     }
 
     /// Counts `id`; its example is the id itself.
-    pub fn add(&mut self, id: &str) {
+    pub(crate) fn add(&mut self, id: &str) {
         self.add_with(id, || id.to_string());
     }
 
     /// Counts `id`; `detail` formats its example, and is called only if the id is kept.
-    pub fn add_with(&mut self, id: &str, detail: impl FnOnce() -> String) {
+    pub(crate) fn add_with(&mut self, id: &str, detail: impl FnOnce() -> String) {
         self.total += 1;
         let full = self.examples.len() >= EXAMPLES;
         if full && self.examples.last_key_value().is_some_and(|(max, _)| id >= &**max) {
@@ -75,15 +75,15 @@ impl Class {
     }
 
     /// Counts a finding with an example that is not an id (kept by the same rule).
-    pub fn add_example(&mut self, key: &str, example: String) {
+    pub(crate) fn add_example(&mut self, key: &str, example: String) {
         self.add_with(key, || example);
     }
 
-    pub fn examples(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn examples(&self) -> impl Iterator<Item = &str> {
         self.examples.values().map(String::as_str)
     }
 
-    pub fn fails(&self) -> bool {
+    pub(crate) fn fails(&self) -> bool {
         self.severity == Severity::Failure && self.total > 0
     }
 }

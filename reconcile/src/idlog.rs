@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 const MARK: &str = "k6ids ";
 
 #[derive(Debug, thiserror::Error)]
-pub enum InputError {
+pub(crate) enum InputError {
     #[error("reading {}: {source}", path.display())]
     Io { path: PathBuf, source: std::io::Error },
     #[error("{}: {detail}", path.display())]
@@ -26,14 +26,14 @@ pub enum InputError {
 }
 
 impl InputError {
-    pub fn invalid(path: &Path, detail: impl Into<String>) -> InputError {
+    pub(crate) fn invalid(path: &Path, detail: impl Into<String>) -> InputError {
         InputError::Invalid { path: path.to_path_buf(), detail: detail.into() }
     }
 }
 
 /// Ids read per class (lines, so an id named twice counts twice).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct LogCounts {
+pub(crate) struct LogCounts {
     pub accepted: u64,
     pub uncertain: u64,
     pub refused: u64,
@@ -54,7 +54,7 @@ fn for_each_line(path: &Path, mut f: impl FnMut(&str) -> Result<bool, InputError
 }
 
 /// An id and the digest of what was sent with it, when the token carries one (`id:digest`).
-pub fn split_token(token: &str) -> Result<(&str, Option<u64>), String> {
+pub(crate) fn split_token(token: &str) -> Result<(&str, Option<u64>), String> {
     match token.split_once(':') {
         None => Ok((token, None)),
         Some((id, hex)) => match u64::from_str_radix(hex, 16) {
@@ -72,7 +72,7 @@ fn tagged(line: &str) -> Option<&str> {
 }
 
 /// Whether `path` is a k6 id log (its first non-blank line is tagged).
-pub fn is_k6_log(path: &Path) -> Result<bool, InputError> {
+pub(crate) fn is_k6_log(path: &Path) -> Result<bool, InputError> {
     let mut tagged_first = false;
     for_each_line(path, |line| {
         if line.trim().is_empty() {
@@ -85,7 +85,7 @@ pub fn is_k6_log(path: &Path) -> Result<bool, InputError> {
 }
 
 /// The runs in a k6 log, in order.
-pub fn runs(path: &Path) -> Result<Vec<String>, InputError> {
+pub(crate) fn runs(path: &Path) -> Result<Vec<String>, InputError> {
     let mut out = Vec::new();
     for_each_line(path, |line| {
         if let Some(run) = tagged(line).and_then(|t| t.strip_prefix("RUN ")) {
@@ -97,7 +97,7 @@ pub fn runs(path: &Path) -> Result<Vec<String>, InputError> {
 }
 
 /// Reads the section of `run` from a k6 log, giving each id to `sink`.
-pub fn read_k6_log(
+pub(crate) fn read_k6_log(
     path: &Path,
     run: &str,
     mut sink: impl FnMut(&str, Expect, Option<u64>),
@@ -161,7 +161,11 @@ fn end_counts<'a>(words: impl Iterator<Item = &'a str>) -> Result<LogCounts, Str
 
 /// Reads a plain id file (one id per line, optionally `id:digest`, blank lines ignored) as ids of
 /// class `e`.
-pub fn read_plain(path: &Path, e: Expect, mut sink: impl FnMut(&str, Expect, Option<u64>)) -> Result<u64, InputError> {
+pub(crate) fn read_plain(
+    path: &Path,
+    e: Expect,
+    mut sink: impl FnMut(&str, Expect, Option<u64>),
+) -> Result<u64, InputError> {
     let (mut n, mut at) = (0, 0);
     for_each_line(path, |line| {
         at += 1;

@@ -17,7 +17,7 @@ fn outputs(prefix: &Path) -> [(Expect, PathBuf); 3] {
 }
 
 /// Reads the ids of `file` (a k6 summary or id log); writes them under `write` when given.
-pub fn run(file: &Path, write: Option<&Path>, as_json: bool) -> Result<(), InputError> {
+pub(crate) fn run(file: &Path, write: Option<&Path>, as_json: bool) -> Result<(), InputError> {
     let src = match crate::expect::from_file(file)? {
         Expected::Ids(src) => src,
         Expected::Totals { .. } => {

@@ -4,6 +4,8 @@
 //! compare id sets when they have them (a k6 summary naming its id log, id files) and say
 //! "totals only" when they do not. Exit codes are in [`cli`].
 #![forbid(unsafe_code)]
+// Visibility says who uses an item: `pub` only for what another crate reads.
+#![warn(unreachable_pub)]
 
 mod check;
 mod classify;

@@ -32,14 +32,18 @@ where
 }
 
 /// Every message the store holds, fingerprinted.
-pub async fn audit(store: &dyn Store) -> Result<Vec<Audited>, StoreError> {
+pub(crate) async fn audit(store: &dyn Store) -> Result<Vec<Audited>, StoreError> {
     again(store, "audit", || store.audit()).await
 }
 
 /// Writes `msgs` under the version rule `overwrite`, asking again while the store's errors are
 /// transient and isolating the records it refuses for good (returned, with the reason), the
 /// writer's own rule (`pipeline_stores::isolate`). A store that stays down fails the write.
-pub async fn write(store: &dyn Store, msgs: &[Message], overwrite: Overwrite) -> Result<Vec<Rejected>, StoreError> {
+pub(crate) async fn write(
+    store: &dyn Store,
+    msgs: &[Message],
+    overwrite: Overwrite,
+) -> Result<Vec<Rejected>, StoreError> {
     let attempt = |part: &[Message]| {
         let part = part.to_vec();
         async move {
@@ -54,12 +58,12 @@ pub async fn write(store: &dyn Store, msgs: &[Message], overwrite: Overwrite) ->
 }
 
 /// The messages the store holds under `ids`.
-pub async fn fetch(store: &dyn Store, ids: &[String]) -> Result<Vec<Message>, StoreError> {
+pub(crate) async fn fetch(store: &dyn Store, ids: &[String]) -> Result<Vec<Message>, StoreError> {
     again(store, "fetch", || store.fetch(ids)).await
 }
 
 /// How many records the store holds.
-pub async fn count(store: &dyn Store) -> Result<u64, StoreError> {
+pub(crate) async fn count(store: &dyn Store) -> Result<u64, StoreError> {
     again(store, "count", || store.count()).await
 }
 

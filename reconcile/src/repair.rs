@@ -26,7 +26,7 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 
 /// What to do.
-pub struct Options {
+pub(crate) struct Options {
     /// The stores to repair (never the reference store itself).
     pub stores: Vec<StoreKind>,
     pub dry_run: bool,
@@ -183,7 +183,7 @@ async fn repair_one(
 
 /// Runs the repair and prints its summary; the exit code is 0 when every store agrees with
 /// MySQL afterwards (in a dry run: when there is nothing to do).
-pub async fn run(stores: &[Arc<dyn Store>], opts: &Options, as_json: bool) -> anyhow::Result<u8> {
+pub(crate) async fn run(stores: &[Arc<dyn Store>], opts: &Options, as_json: bool) -> anyhow::Result<u8> {
     let Some(mysql) = stores.iter().find(|s| s.kind() == REFERENCE) else {
         anyhow::bail!("repair needs the reference store, {REFERENCE}");
     };

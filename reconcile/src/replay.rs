@@ -31,13 +31,13 @@ use std::time::Duration;
 const BATCH: usize = 500;
 
 /// The replay group of a dead-letter topic.
-pub fn group_of(dlq_topic: &str) -> String {
+pub(crate) fn group_of(dlq_topic: &str) -> String {
     format!("{dlq_topic}.replay")
 }
 
 /// The replay group's committed offsets on `topic` (empty when it never replayed, or the topic
 /// does not exist). Blocking.
-pub fn committed(kafka: &KafkaArgs, group: &str, topic: &str) -> anyhow::Result<HashMap<i32, i64>> {
+pub(crate) fn committed(kafka: &KafkaArgs, group: &str, topic: &str) -> anyhow::Result<HashMap<i32, i64>> {
     Ok(group_lag(kafka, group, topic)?.into_iter().map(|p| (p.partition, p.committed)).collect())
 }
 
@@ -110,7 +110,7 @@ fn commit(kafka: &KafkaArgs, topic: &str, next: &HashMap<i32, i64>) -> anyhow::R
     Ok(())
 }
 
-pub async fn run(
+pub(crate) async fn run(
     kafka: &KafkaArgs,
     topic: &str,
     stores: &[Arc<dyn Store>],

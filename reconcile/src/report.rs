@@ -15,7 +15,7 @@ use crate::idlog::LogCounts;
 use serde_json::{json, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Level {
+pub(crate) enum Level {
     Ids,
     StoresOnly,
 }
@@ -29,7 +29,7 @@ impl Level {
     }
 }
 
-pub struct Report {
+pub(crate) struct Report {
     pub level: Level,
     /// Where the expected ids came from.
     pub source: String,
@@ -50,7 +50,7 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn new(
+    pub(crate) fn new(
         level: Level,
         source: String,
         expected: Option<LogCounts>,
@@ -72,7 +72,7 @@ impl Report {
         }
     }
 
-    pub fn is_clean(&self) -> bool {
+    pub(crate) fn is_clean(&self) -> bool {
         !self.classes.values().any(Class::fails)
     }
 
@@ -104,7 +104,7 @@ impl Report {
         }
     }
 
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let classes: serde_json::Map<String, Value> = self
             .classes
             .iter()
@@ -139,7 +139,7 @@ impl Report {
         v
     }
 
-    pub fn print(&self, as_json: bool) {
+    pub(crate) fn print(&self, as_json: bool) {
         if as_json {
             println!("{}", self.to_json());
             return;

@@ -18,7 +18,7 @@ use pipeline_stores::{Audited, StoreKind};
 use std::collections::HashMap;
 
 /// The store every other is compared with.
-pub const REFERENCE: StoreKind = StoreKind::Mysql;
+pub(crate) const REFERENCE: StoreKind = StoreKind::Mysql;
 
 /// What the client logged of an id's content: nothing, one digest, or several different ones
 /// (the id was posted again with other content: which one is the last is the stores' version
@@ -33,7 +33,7 @@ enum Sent {
 /// What the client learned about an id. Ordered: when a log names an id twice, the stronger
 /// answer wins (accepted over uncertain over refused).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Expect {
+pub(crate) enum Expect {
     /// Not in the expected set (only a store holds it).
     Unknown = 0,
     /// 503 or 4xx: never written.
@@ -55,7 +55,7 @@ impl Expect {
     }
 }
 
-pub struct Tally {
+pub(crate) struct Tally {
     stores: Vec<StoreKind>,
     index: HashMap<Box<str>, u32>,
     /// Row `i` is `rows[i * stride .. (i + 1) * stride]`: expectation, then one count per store.
@@ -77,7 +77,7 @@ pub struct Tally {
 }
 
 /// One id's row, borrowed.
-pub struct Row<'a> {
+pub(crate) struct Row<'a> {
     pub id: &'a str,
     pub expect: Expect,
     /// How many times each store (in [`Tally::stores`] order) holds the id.
@@ -85,7 +85,7 @@ pub struct Row<'a> {
 }
 
 impl Tally {
-    pub fn new(stores: &[StoreKind]) -> Tally {
+    pub(crate) fn new(stores: &[StoreKind]) -> Tally {
         Tally {
             stores: stores.to_vec(),
             index: HashMap::new(),
@@ -100,7 +100,7 @@ impl Tally {
         }
     }
 
-    pub fn stores(&self) -> &[StoreKind] {
+    pub(crate) fn stores(&self) -> &[StoreKind] {
         &self.stores
     }
 
@@ -109,14 +109,14 @@ impl Tally {
     }
 
     /// Room for `n` more ids without rehashing.
-    pub fn reserve(&mut self, n: usize) {
+    pub(crate) fn reserve(&mut self, n: usize) {
         self.index.reserve(n);
         self.rows.reserve(n * self.stride());
         self.sent.reserve(n);
         self.reference.reserve(n);
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.index.len()
     }
 
@@ -133,7 +133,7 @@ impl Tally {
     }
 
     /// Records what the client was told about `id`, and the digest of what it sent if logged.
-    pub fn expect(&mut self, id: &str, e: Expect, sent: Option<u64>) {
+    pub(crate) fn expect(&mut self, id: &str, e: Expect, sent: Option<u64>) {
         let row = self.row_of(id);
         let at = row * self.stride();
         self.rows[at] = self.rows[at].max(e as u8);
@@ -149,7 +149,7 @@ impl Tally {
 
     /// Records every message store number `store` holds: where, and its content against the
     /// reference store's (which must have been added first) and against what was sent.
-    pub fn add_store(&mut self, store: usize, held: Vec<Audited>) {
+    pub(crate) fn add_store(&mut self, store: usize, held: Vec<Audited>) {
         let stride = self.stride();
         let kind = self.stores[store];
         let is_reference = kind == REFERENCE;
@@ -206,27 +206,27 @@ impl Tally {
     }
 
     /// Ids whose content in store number `store` differs from the reference store's.
-    pub fn mismatched(&self, store: usize) -> &Class {
+    pub(crate) fn mismatched(&self, store: usize) -> &Class {
         &self.mismatched[store]
     }
 
     /// Ids whose content in store number `store` is not what the client sent.
-    pub fn not_sent(&self, store: usize) -> &Class {
+    pub(crate) fn not_sent(&self, store: usize) -> &Class {
         &self.not_sent[store]
     }
 
     /// The expectation recorded for `id` (`None` if neither the client nor a store named it).
-    pub fn expect_of(&self, id: &str) -> Option<Expect> {
+    pub(crate) fn expect_of(&self, id: &str) -> Option<Expect> {
         self.index.get(id).map(|&i| Expect::from_byte(self.rows[i as usize * self.stride()]))
     }
 
     /// Rows placed in the wrong table, per store.
-    pub fn misplaced(&self, store: usize) -> &Class {
+    pub(crate) fn misplaced(&self, store: usize) -> &Class {
         &self.misplaced[store]
     }
 
     /// Every id with its row, in no particular order.
-    pub fn rows(&self) -> impl Iterator<Item = Row<'_>> {
+    pub(crate) fn rows(&self) -> impl Iterator<Item = Row<'_>> {
         let stride = self.stride();
         self.index.iter().map(move |(id, &i)| {
             let row = &self.rows[i as usize * stride..(i as usize + 1) * stride];

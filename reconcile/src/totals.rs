@@ -11,7 +11,7 @@ use std::time::Duration;
 
 /// What the totals are compared with: `accepted` 202s plus up to `uncertain` more.
 #[derive(Debug, Clone, Copy)]
-pub struct Want {
+pub(crate) struct Want {
     pub accepted: u64,
     pub uncertain: u64,
 }
@@ -28,7 +28,7 @@ fn counts_json(counts: &Counts, want: Option<Want>) -> serde_json::Value {
 
 /// Prints the table (or JSON) and returns the exit code: 0 only if every store holds between
 /// `accepted` and `accepted + uncertain` (or, without an expectation, if all agree).
-pub fn print_counts(counts: &Counts, want: Option<Want>, source: &str, as_json: bool) -> u8 {
+pub(crate) fn print_counts(counts: &Counts, want: Option<Want>, source: &str, as_json: bool) -> u8 {
     let first = counts.first().map(|c| c.1).unwrap_or(0);
     let fits = |n: u64| match want {
         Some(w) => n >= w.accepted && n <= w.accepted + w.uncertain,
@@ -72,7 +72,7 @@ pub fn print_counts(counts: &Counts, want: Option<Want>, source: &str, as_json: 
     }
 }
 
-pub async fn reset(stores: &[Arc<dyn Store>], as_json: bool) -> anyhow::Result<u8> {
+pub(crate) async fn reset(stores: &[Arc<dyn Store>], as_json: bool) -> anyhow::Result<u8> {
     for s in stores {
         s.reset().await?;
     }

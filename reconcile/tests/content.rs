@@ -128,7 +128,11 @@ async fn every_kind_of_content_difference_is_reported_and_repaired_from_mysql() 
     assert_eq!(repair_of(&dry, "redis")["mismatched"]["total"], 2, "{dry}");
     assert_eq!(repair_of(&dry, "es")["missing"]["total"], 1, "{dry}");
     assert_eq!(repair_of(&dry, "mongo")["mismatched"]["total"], 2, "{dry}");
-    assert_eq!(ns.reconcile(60, &["diff", "--ids", &sent]).1["classes"], report["classes"], "the dry run wrote nothing");
+    assert_eq!(
+        ns.reconcile(60, &["diff", "--ids", &sent]).1["classes"],
+        report["classes"],
+        "the dry run wrote nothing"
+    );
     // A repair: everything from MySQL, except the id MySQL does not hold, which stays reported.
     let (code, fixed) = ns.reconcile(60, &["repair"]);
     assert_eq!(code, 1, "an extra id is left until --delete-extra: {fixed}");

@@ -4,6 +4,8 @@
 //! The data path is ingest → ring → kafka → writer → stores (`pipeline-stores`); `reconcile` sits
 //! beside it and uses the same stores to count what arrived.
 #![forbid(unsafe_code)]
+// Visibility says who uses an item: `pub` only for what another crate reads.
+#![warn(unreachable_pub)]
 
 pub mod catalog;
 pub mod config;

@@ -8,10 +8,10 @@ use plotters::prelude::*;
 use std::error::Error;
 use std::path::{Path, PathBuf};
 
-pub type Draw<T> = Result<T, Box<dyn Error>>;
+pub(crate) type Draw<T> = Result<T, Box<dyn Error>>;
 
 #[derive(Debug, thiserror::Error)]
-pub enum ChartError {
+pub(crate) enum ChartError {
     #[error("no TrueType font found (tried {0}): install fonts-dejavu-core or pass --font FILE")]
     NoFont(String),
     #[error("font {0} is not a TrueType/OpenType font")]
@@ -20,11 +20,11 @@ pub enum ChartError {
     Draw(String, String),
 }
 
-pub const WIDTH: u32 = 1200;
-pub const FONT: &str = "sans-serif";
+pub(crate) const WIDTH: u32 = 1200;
+pub(crate) const FONT: &str = "sans-serif";
 
 /// Colours that stay apart when printed and for most colour-blind readers (Tableau 10).
-pub const PALETTE: [RGBColor; 8] = [
+pub(crate) const PALETTE: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -44,7 +44,7 @@ const FONT_PATHS: [&str; 5] = [
 ];
 
 /// Registers the font once per process; returns the file used.
-pub fn register_font(given: Option<&Path>) -> Result<PathBuf, ChartError> {
+pub(crate) fn register_font(given: Option<&Path>) -> Result<PathBuf, ChartError> {
     static DONE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     if let Some(p) = DONE.get() {
         return Ok(p.clone());
@@ -66,6 +66,6 @@ pub fn register_font(given: Option<&Path>) -> Result<PathBuf, ChartError> {
     Ok(DONE.get_or_init(|| path.clone()).clone())
 }
 
-pub fn colour(i: usize) -> RGBColor {
+pub(crate) fn colour(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }

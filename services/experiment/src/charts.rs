@@ -10,7 +10,11 @@ use plotters::prelude::*;
 use std::path::Path;
 
 /// Renders every summary chart into `dir`; returns the file names written.
-pub fn render_all(dir: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) -> Result<Vec<String>, ChartError> {
+pub(crate) fn render_all(
+    dir: &Path,
+    ev: &crate::evidence::Evidence,
+    views: &[RoundView],
+) -> Result<Vec<String>, ChartError> {
     let mut out = Vec::new();
     let mut run = |name: &str, f: &dyn Fn(&Path) -> Draw<()>| -> Result<(), ChartError> {
         f(&dir.join(name)).map_err(|e| ChartError::Draw(name.into(), e.to_string()))?;

@@ -18,7 +18,7 @@ use std::path::PathBuf;
     about = "Run the reference's write-policy experiment: interleaved rounds of fresh processes, gates, evidence, report and charts",
     args_conflicts_with_subcommands = true
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub cmd: Option<Cmd>,
     #[command(flatten)]
@@ -26,7 +26,7 @@ pub struct Cli {
 }
 
 #[derive(Subcommand)]
-pub enum Cmd {
+pub(crate) enum Cmd {
     /// Run a plan (what `experiment` without a subcommand does).
     Run(Box<RunArgs>),
     /// The chaos scenarios (kills, a rebalance, store freezes and wipes, a poison corpus, a
@@ -52,7 +52,7 @@ pub enum Cmd {
 }
 
 #[derive(Args, Clone, Debug, Default)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// A plan file (TOML, the format of an evidence folder's plan.toml); flags override it.
     #[arg(long, env = "EXPERIMENT_PLAN")]
     pub plan: Option<PathBuf>,
@@ -157,7 +157,7 @@ pub struct RunArgs {
 /// `experiment soak`: a one-round plan (the open loop at `--rate`, windows, a slower sampler)
 /// run like any other, so its evidence re-renders with `experiment report`.
 #[derive(Args, Clone, Debug)]
-pub struct SoakArgs {
+pub(crate) struct SoakArgs {
     /// Requests per second, held for the whole soak (e.g. half the pipeline's knee).
     #[arg(long)]
     pub rate: u32,
@@ -208,7 +208,7 @@ pub struct SoakArgs {
 
 impl SoakArgs {
     /// The plan of the soak, as run flags.
-    pub fn run_args(&self) -> RunArgs {
+    pub(crate) fn run_args(&self) -> RunArgs {
         RunArgs {
             policies: Some(vec![self.policy.clone()]),
             rounds: Some(1),
@@ -235,7 +235,7 @@ impl SoakArgs {
 /// What every load run needs besides its plan: which binaries, where the checkout and k6 are,
 /// the machine-wide lock.
 #[derive(Args, Clone, Debug, Default)]
-pub struct Common {
+pub(crate) struct Common {
     /// Binaries to build and use: release (for figures) or debug (quick checks).
     #[arg(long, env = "PROFILE", default_value = "release", value_parser = ["release", "debug"])]
     pub profile: String,
@@ -270,7 +270,7 @@ pub(crate) fn words(s: &str) -> Vec<String> {
 
 impl RunArgs {
     /// The plan: the reference's protocol, then the plan file, then the flags.
-    pub fn plan(&self, file: Option<&str>) -> Result<Plan, crate::plan::PlanError> {
+    pub(crate) fn plan(&self, file: Option<&str>) -> Result<Plan, crate::plan::PlanError> {
         let mut p = match file {
             Some(text) => Plan::from_toml(text)?,
             None => Plan::default(),

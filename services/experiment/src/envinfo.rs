@@ -23,7 +23,7 @@ fn first_line(text: Option<String>) -> Value {
 
 /// A value as the evidence shows it: a URL's password and secret options' values masked
 /// (`pipeline_common::secret::redact`).
-pub fn mask(value: &str) -> String {
+pub(crate) fn mask(value: &str) -> String {
     pipeline_common::secret::redact(value)
 }
 
@@ -80,7 +80,7 @@ fn nx_version(k6: &Path) -> Value {
     found.map(Value::String).unwrap_or(Value::Null)
 }
 
-pub async fn collect(http: &reqwest::Client, root: &Path, bins: &Path, k6: &Path, profile: &str) -> Value {
+pub(crate) async fn collect(http: &reqwest::Client, root: &Path, bins: &Path, k6: &Path, profile: &str) -> Value {
     let dirty = run("git", &["status", "--porcelain"], Some(root)).map(|t| t.lines().count()).unwrap_or(0);
     // Every store's variables (`<STORE>_`, the registry's names) and the programs' own.
     let mut prefixes: Vec<String> =

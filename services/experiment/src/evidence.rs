@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
-pub enum EvidenceError {
+pub(crate) enum EvidenceError {
     #[error("{0}: {1}")]
     Io(String, std::io::Error),
     #[error("{0}: {1}")]
@@ -23,16 +23,16 @@ pub enum EvidenceError {
 }
 
 /// Series key: (source, name, labels).
-pub type Key = (String, String, String);
+pub(crate) type Key = (String, String, String);
 
 /// A round's timeline: every series as (seconds since the round's start, value), in time order.
 #[derive(Debug, Default)]
-pub struct Timeline {
+pub(crate) struct Timeline {
     pub series: BTreeMap<Key, Vec<(f64, f64)>>,
 }
 
 impl Timeline {
-    pub fn load(path: &Path) -> Result<Timeline, EvidenceError> {
+    pub(crate) fn load(path: &Path) -> Result<Timeline, EvidenceError> {
         let name = path.display().to_string();
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
@@ -52,12 +52,16 @@ impl Timeline {
         Ok(Timeline { series })
     }
 
-    pub fn get(&self, source: &str, name: &str, labels: &str) -> Option<&[(f64, f64)]> {
+    pub(crate) fn get(&self, source: &str, name: &str, labels: &str) -> Option<&[(f64, f64)]> {
         self.series.get(&(source.to_string(), name.to_string(), labels.to_string())).map(Vec::as_slice)
     }
 
     /// Every series of a metric: (labels, points).
-    pub fn matching<'a>(&'a self, source: &'a str, name: &'a str) -> impl Iterator<Item = (&'a str, &'a [(f64, f64)])> {
+    pub(crate) fn matching<'a>(
+        &'a self,
+        source: &'a str,
+        name: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a [(f64, f64)])> {
         self.series
             .iter()
             .filter(move |((s, n, _), _)| s == source && n == name)
@@ -66,16 +70,16 @@ impl Timeline {
 }
 
 /// The last value at or before `t` (None before the first sample).
-pub fn at(points: &[(f64, f64)], t: f64) -> Option<f64> {
+pub(crate) fn at(points: &[(f64, f64)], t: f64) -> Option<f64> {
     points.iter().take_while(|(x, _)| *x <= t).last().map(|(_, v)| *v)
 }
 
 /// The first value at or after `t`, else the last one.
-pub fn at_or_after(points: &[(f64, f64)], t: f64) -> Option<f64> {
+pub(crate) fn at_or_after(points: &[(f64, f64)], t: f64) -> Option<f64> {
     points.iter().find(|(x, _)| *x >= t).or(points.last()).map(|(_, v)| *v)
 }
 
-pub struct RoundEvidence {
+pub(crate) struct RoundEvidence {
     pub name: String,
     pub record: RoundRecord,
     pub summary: Option<Value>,
@@ -83,7 +87,7 @@ pub struct RoundEvidence {
     pub timeline: Timeline,
 }
 
-pub struct Evidence {
+pub(crate) struct Evidence {
     pub dir: PathBuf,
     pub plan: Plan,
     pub env: Option<Value>,
@@ -102,7 +106,7 @@ fn read_json(path: &Path) -> Result<Option<Value>, EvidenceError> {
 }
 
 impl Evidence {
-    pub fn load(dir: &Path) -> Result<Evidence, EvidenceError> {
+    pub(crate) fn load(dir: &Path) -> Result<Evidence, EvidenceError> {
         let plan_path = dir.join("plan.toml");
         let text =
             std::fs::read_to_string(&plan_path).map_err(|e| EvidenceError::Io(plan_path.display().to_string(), e))?;

@@ -12,7 +12,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     Pass,
     /// Worth a reader's attention; the round still counts.
     Warn,
@@ -20,7 +20,7 @@ pub enum Verdict {
 }
 
 #[derive(Debug, Clone)]
-pub struct Gate {
+pub(crate) struct Gate {
     pub name: &'static str,
     pub verdict: Verdict,
     pub detail: String,
@@ -30,12 +30,12 @@ fn gate(name: &'static str, ok: bool, detail: String) -> Gate {
     Gate { name, verdict: if ok { Verdict::Pass } else { Verdict::Fail }, detail }
 }
 
-pub fn valid(gates: &[Gate]) -> bool {
+pub(crate) fn valid(gates: &[Gate]) -> bool {
     gates.iter().all(|g| g.verdict != Verdict::Fail)
 }
 
 /// The failing gates' details, for a one-line reason.
-pub fn reasons(gates: &[Gate]) -> String {
+pub(crate) fn reasons(gates: &[Gate]) -> String {
     gates
         .iter()
         .filter(|g| g.verdict == Verdict::Fail)
@@ -45,7 +45,7 @@ pub fn reasons(gates: &[Gate]) -> String {
 }
 
 /// Boot ids seen in each round (start ids), so a repeat across rounds is caught.
-pub fn boot_owners(rounds: &[RoundEvidence]) -> BTreeMap<String, Vec<String>> {
+pub(crate) fn boot_owners(rounds: &[RoundEvidence]) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for r in rounds {
         for id in [&r.record.boots.writer_start, &r.record.boots.ingest_start].into_iter().flatten() {
@@ -55,7 +55,12 @@ pub fn boot_owners(rounds: &[RoundEvidence]) -> BTreeMap<String, Vec<String>> {
     out
 }
 
-pub fn evaluate(plan: &Plan, r: &RoundEvidence, s: &RoundStats, owners: &BTreeMap<String, Vec<String>>) -> Vec<Gate> {
+pub(crate) fn evaluate(
+    plan: &Plan,
+    r: &RoundEvidence,
+    s: &RoundStats,
+    owners: &BTreeMap<String, Vec<String>>,
+) -> Vec<Gate> {
     let g = &plan.gates;
     let mut out = Vec::new();
     if let Some(e) = &r.record.setup_error {

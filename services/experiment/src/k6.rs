@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, thiserror::Error)]
-pub enum K6Error {
+pub(crate) enum K6Error {
     #[error("cannot start k6 ({0}): {1}")]
     Spawn(String, std::io::Error),
     #[error("k6 log {0}: {1}")]
@@ -18,7 +18,7 @@ pub enum K6Error {
 
 /// What the round records about its k6 run (times in seconds since the round's start).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct K6Run {
+pub(crate) struct K6Run {
     pub command: Vec<String>,
     pub env: Vec<(String, String)>,
     pub exit_code: Option<i32>,
@@ -30,7 +30,7 @@ pub struct K6Run {
     pub ended_s: f64,
 }
 
-pub struct K6Job<'a> {
+pub(crate) struct K6Job<'a> {
     pub k6: &'a Path,
     pub root: &'a Path,
     pub dir: &'a Path,
@@ -42,17 +42,17 @@ pub struct K6Job<'a> {
 }
 
 /// The summary and id log paths of a round.
-pub fn summary_path(dir: &Path) -> PathBuf {
+pub(crate) fn summary_path(dir: &Path) -> PathBuf {
     dir.join("k6-summary.json")
 }
 
-pub fn ids_path(dir: &Path) -> PathBuf {
+pub(crate) fn ids_path(dir: &Path) -> PathBuf {
     dir.join("k6-ids.log")
 }
 
 /// Seconds from the scenarios' start to the measured phase, as the scripts lay them out
 /// (closed-loop.js: rounds 1 s apart, the measured phase 5 s after the last; open-loop.js the same).
-pub fn measured_offset(plan: &Plan) -> f64 {
+pub(crate) fn measured_offset(plan: &Plan) -> f64 {
     let (n, d) = crate::plan::warmup(&plan.warmup).unwrap_or((0, "0s".into()));
     let secs = crate::plan::seconds(&d).unwrap_or(0.0);
     if n == 0 {
@@ -65,7 +65,13 @@ pub fn measured_offset(plan: &Plan) -> f64 {
 /// The variables every k6 run gets: where to send, where its summary and id log go (the id log
 /// is what reconcile checks the stores against), the run id that starts its message ids, and
 /// the lab's API key file.
-pub fn base_env(root: &Path, ingest_url: &str, summary: &Path, ids: &Path, run_id: &str) -> Vec<(String, String)> {
+pub(crate) fn base_env(
+    root: &Path,
+    ingest_url: &str,
+    summary: &Path,
+    ids: &Path,
+    run_id: &str,
+) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = vec![
         ("INGEST_URL".into(), ingest_url.into()),
         ("SUMMARY_FILE".into(), summary.display().to_string()),
@@ -79,7 +85,7 @@ pub fn base_env(root: &Path, ingest_url: &str, summary: &Path, ids: &Path, run_i
 }
 
 /// Starts `k6 run -q SCRIPT` in the checkout with `env` added, its output in `log`.
-pub fn spawn(
+pub(crate) fn spawn(
     k6: &Path,
     root: &Path,
     script: &str,
@@ -93,7 +99,7 @@ pub fn spawn(
 }
 
 /// Runs k6 to its end; its pid is sampled meanwhile as `k6`.
-pub async fn run(job: &K6Job<'_>, t0: Instant, sampler: &Sampler) -> Result<K6Run, K6Error> {
+pub(crate) async fn run(job: &K6Job<'_>, t0: Instant, sampler: &Sampler) -> Result<K6Run, K6Error> {
     let script = match job.plan.load {
         LoadKind::Closed => "k6/closed-loop.js",
         LoadKind::Open => "k6/open-loop.js",

@@ -1,6 +1,8 @@
 //! `experiment`: the reference's write-policy comparison as one command, with evidence a stranger can
 //! audit. See docs/experiment.md.
 #![forbid(unsafe_code)]
+// Visibility says who uses an item: `pub` only for what another crate reads.
+#![warn(unreachable_pub)]
 
 mod bench;
 mod chaos;
@@ -10,6 +12,7 @@ mod cli;
 mod condition;
 mod envinfo;
 mod evidence;
+mod faults;
 mod gates;
 mod k6;
 mod paths;

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
-pub enum PathError {
+pub(crate) enum PathError {
     #[error(
         "no checkout found above {0} (a folder with scripts/stack and k6/): run from the repository or pass --root"
     )]
@@ -14,7 +14,7 @@ pub enum PathError {
 }
 
 /// `$PIPELINE_CACHE`, default `~/.cache/pipeline`.
-pub fn cache_dir() -> PathBuf {
+pub(crate) fn cache_dir() -> PathBuf {
     match std::env::var_os("PIPELINE_CACHE") {
         Some(p) => PathBuf::from(p),
         None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/pipeline"),
@@ -22,14 +22,14 @@ pub fn cache_dir() -> PathBuf {
 }
 
 /// The native stack's folder: `$STACK_DIR`, default `<root>/.stack` (as scripts/stack).
-pub fn stack_dir(root: &Path) -> PathBuf {
+pub(crate) fn stack_dir(root: &Path) -> PathBuf {
     std::env::var_os("STACK_DIR").map(PathBuf::from).unwrap_or_else(|| root.join(".stack"))
 }
 
 /// The lab's API key, for the ingest (`INGEST_AUTH_KEYS`, the hashed keys) and k6
 /// (`INGEST_KEY_FILE`, the token): the files `scripts/stack up` makes, unless the environment
 /// names others (it is passed on to every process anyway). Only the paths travel, never a token.
-pub fn lab_key_env(root: &Path) -> Vec<(String, String)> {
+pub(crate) fn lab_key_env(root: &Path) -> Vec<(String, String)> {
     let stack = stack_dir(root);
     [("INGEST_AUTH_KEYS", "api-keys"), ("INGEST_KEY_FILE", "api.key")]
         .into_iter()
@@ -40,7 +40,7 @@ pub fn lab_key_env(root: &Path) -> Vec<(String, String)> {
 
 /// The checkout: `given`, else the first folder upwards from the current one that holds
 /// `scripts/stack` and `k6/closed-loop.js`.
-pub fn root(given: Option<&Path>) -> Result<PathBuf, PathError> {
+pub(crate) fn root(given: Option<&Path>) -> Result<PathBuf, PathError> {
     if let Some(p) = given {
         return Ok(p.to_path_buf());
     }
@@ -52,7 +52,7 @@ pub fn root(given: Option<&Path>) -> Result<PathBuf, PathError> {
 }
 
 /// The k6 binary: `given` (flag or K6_BIN), else the first venv of the cache that has one.
-pub fn k6(given: Option<&Path>) -> Result<PathBuf, PathError> {
+pub(crate) fn k6(given: Option<&Path>) -> Result<PathBuf, PathError> {
     if let Some(p) = given {
         return Ok(p.to_path_buf());
     }

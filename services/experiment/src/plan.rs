@@ -2,13 +2,14 @@
 //! thresholds and which deliberate faults. It comes from flags or a TOML file and is written back
 //! whole as `plan.toml` into the evidence, so a run can be repeated exactly and audited later.
 
+use crate::faults::RoundFault;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub use crate::policies::{builtin, PolicyDef, BUILTIN_NAMES};
+pub(crate) use crate::policies::{builtin, PolicyDef, BUILTIN_NAMES};
 
 #[derive(Debug, thiserror::Error)]
-pub enum PlanError {
+pub(crate) enum PlanError {
     #[error("duration `{0}` is not like 60s, 500ms, 2m or 1m30s")]
     Duration(String),
     #[error("warm-up `{0}` is not like 3x10s (rounds x duration), 10s or 0")]
@@ -17,7 +18,7 @@ pub enum PlanError {
     UnknownPolicy(String, String),
     #[error("the open loop needs --rates (requests per second), e.g. --rates 500,1000")]
     NoRates,
-    #[error("fault `{0}` is not ROUND:KIND with KIND kill-writer or restart-writer")]
+    #[error("fault `{0}` is not ROUND:KIND with KIND one of {kinds}", kinds = RoundFault::ALL.map(|f| f.name()).join(", "))]
     Fault(String),
     #[error("fault names round {0}, but the plan has {1} rounds in all")]
     FaultRound(u32, u32),
@@ -42,27 +43,18 @@ pub enum PlanError {
 /// of `vus` users each posting `batch` messages per request to `/v1/messages/batch`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
-pub enum LoadKind {
+pub(crate) enum LoadKind {
     Closed,
     Open,
     Batch,
 }
 
-/// A deliberate fault in one round, to prove that the gates catch what they claim to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FaultKind {
-    /// SIGKILL the writer halfway through the measured phase and leave it dead.
-    KillWriter,
-    /// SIGKILL the writer halfway through and start a new one (a new boot id within the round).
-    RestartWriter,
-}
-
+/// A deliberate fault in one round (the catalogue's [`RoundFault`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Fault {
+pub(crate) struct Fault {
     /// The round, counted 1.. across the whole experiment in the order the rounds run.
     pub round: u32,
-    pub kind: FaultKind,
+    pub kind: RoundFault,
 }
 
 impl std::str::FromStr for Fault {
@@ -71,11 +63,7 @@ impl std::str::FromStr for Fault {
         let bad = || PlanError::Fault(s.to_string());
         let (n, kind) = s.split_once(':').ok_or_else(bad)?;
         let round = n.trim().parse().map_err(|_| bad())?;
-        let kind = match kind.trim() {
-            "kill-writer" => FaultKind::KillWriter,
-            "restart-writer" => FaultKind::RestartWriter,
-            _ => return Err(bad()),
-        };
+        let kind = RoundFault::from_name(kind.trim()).ok_or_else(bad)?;
         Ok(Fault { round, kind })
     }
 }
@@ -84,7 +72,7 @@ impl std::str::FromStr for Fault {
 /// rate, ≤ 1 % dropped iterations; "fast errors" as in k6/lib/summary.js.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct Gates {
+pub(crate) struct Gates {
     pub max_error_rate: f64,
     pub min_rate_ratio: f64,
     pub max_dropped_ratio: f64,
@@ -111,7 +99,7 @@ impl Default for Gates {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// Policy names, in the order each round runs them.
     pub policies: Vec<String>,
     pub rounds: u32,
@@ -192,7 +180,7 @@ impl Default for Plan {
 }
 
 /// Seconds in a k6-style duration: `60s`, `500ms`, `2m`, `1m30s`, or a bare number of seconds.
-pub fn seconds(text: &str) -> Result<f64, PlanError> {
+pub(crate) fn seconds(text: &str) -> Result<f64, PlanError> {
     let t = text.trim();
     if let Ok(v) = t.parse::<f64>() {
         return Ok(v);
@@ -225,7 +213,7 @@ pub fn seconds(text: &str) -> Result<f64, PlanError> {
 }
 
 /// `3x10s` → (3, "10s"); `10s` → (1, "10s"); `0` or `none` → (0, "0s").
-pub fn warmup(text: &str) -> Result<(u32, String), PlanError> {
+pub(crate) fn warmup(text: &str) -> Result<(u32, String), PlanError> {
     let t = text.trim();
     if t == "0" || t == "none" || t.is_empty() {
         return Ok((0, "0s".into()));
@@ -239,13 +227,13 @@ pub fn warmup(text: &str) -> Result<(u32, String), PlanError> {
 }
 
 impl Plan {
-    pub fn from_toml(text: &str) -> Result<Plan, PlanError> {
+    pub(crate) fn from_toml(text: &str) -> Result<Plan, PlanError> {
         Ok(toml::from_str(text)?)
     }
 
     /// The plan as evidence keeps it: arguments that hold a secret (a URL's password, a secret
     /// option) are masked, so evidence can be shared; secrets belong in files (`--…-file`).
-    pub fn to_toml(&self) -> String {
+    pub(crate) fn to_toml(&self) -> String {
         let redact = |args: &[String]| args.iter().map(|a| pipeline_common::secret::redact_arg(a)).collect::<Vec<_>>();
         let mut shown = self.clone();
         shown.writer_args = redact(&self.writer_args);
@@ -257,7 +245,7 @@ impl Plan {
     }
 
     /// A policy's definition: the plan's own table first, then the built-in ones.
-    pub fn policy_def(&self, name: &str) -> Result<PolicyDef, PlanError> {
+    pub(crate) fn policy_def(&self, name: &str) -> Result<PolicyDef, PlanError> {
         self.policy
             .get(name)
             .cloned()
@@ -266,12 +254,12 @@ impl Plan {
     }
 
     /// The condition of every round, parsed.
-    pub fn store_delays(&self) -> Result<Vec<crate::condition::spec::StoreDelay>, PlanError> {
+    pub(crate) fn store_delays(&self) -> Result<Vec<crate::condition::spec::StoreDelay>, PlanError> {
         Ok(crate::condition::spec::parse_all(&self.store_delay)?)
     }
 
     /// The condition of one round: its swept condition, else the plan's store delay.
-    pub fn delays_of(&self, slot: &Slot) -> Result<Vec<crate::condition::spec::StoreDelay>, PlanError> {
+    pub(crate) fn delays_of(&self, slot: &Slot) -> Result<Vec<crate::condition::spec::StoreDelay>, PlanError> {
         match slot.condition.and_then(|n| self.conditions.get(n as usize - 1)) {
             Some(c) => Ok(crate::condition::spec::parse_all(std::slice::from_ref(c))?),
             None => self.store_delays(),
@@ -280,7 +268,7 @@ impl Plan {
 
     /// The names the report groups rounds by, in plan order: the policies, or under a condition
     /// sweep each policy under each condition (`C@d1`, `C-adaptive@d1`, ..., `C@d2`, ...).
-    pub fn labels(&self) -> Vec<String> {
+    pub(crate) fn labels(&self) -> Vec<String> {
         if self.conditions.is_empty() {
             return self.policies.clone();
         }
@@ -288,7 +276,7 @@ impl Plan {
     }
 
     /// How the report names a round's policy: `C`, or `C@d2` under the second swept condition.
-    pub fn label(slot: &Slot) -> String {
+    pub(crate) fn label(slot: &Slot) -> String {
         match slot.condition {
             Some(n) => format!("{}@d{n}", slot.policy),
             None => slot.policy.clone(),
@@ -296,7 +284,7 @@ impl Plan {
     }
 
     /// Load points: the VU count for a closed loop, each rate for an open one.
-    pub fn points(&self) -> Vec<u32> {
+    pub(crate) fn points(&self) -> Vec<u32> {
         match self.load {
             LoadKind::Closed | LoadKind::Batch => vec![self.vus],
             LoadKind::Open => self.rates.clone(),
@@ -304,16 +292,16 @@ impl Plan {
     }
 
     /// The soak's window in seconds, when the plan has windows.
-    pub fn window_s(&self) -> Option<f64> {
+    pub(crate) fn window_s(&self) -> Option<f64> {
         (!self.window.is_empty()).then(|| seconds(&self.window).ok()).flatten()
     }
 
-    pub fn total_rounds(&self) -> u32 {
+    pub(crate) fn total_rounds(&self) -> u32 {
         self.rounds * self.policies.len() as u32 * self.points().len() as u32 * self.conditions.len().max(1) as u32
     }
 
     /// Checks everything that can be checked before a server is touched.
-    pub fn validate(&self) -> Result<(), PlanError> {
+    pub(crate) fn validate(&self) -> Result<(), PlanError> {
         if self.policies.is_empty() || self.rounds == 0 {
             return Err(PlanError::Empty);
         }
@@ -355,7 +343,7 @@ impl Plan {
     /// The rounds in the order they run: repetition by repetition, load point by load point, every
     /// policy once (the reference's interleaving, A B C, A B C, ...), shuffled per repetition when a
     /// seed is given.
-    pub fn schedule(&self) -> Vec<Slot> {
+    pub(crate) fn schedule(&self) -> Vec<Slot> {
         let mut out = Vec::new();
         let mut rng = self.shuffle_seed.map(SplitMix);
         let conditions: Vec<Option<u32>> = if self.conditions.is_empty() {
@@ -387,7 +375,7 @@ impl Plan {
 
 /// One round of the schedule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Slot {
+pub(crate) struct Slot {
     /// 1.. in run order across the experiment.
     pub index: u32,
     /// Which repetition of its policy and load point (1..=rounds).
@@ -395,7 +383,7 @@ pub struct Slot {
     /// VUs (closed loop) or requests/s (open loop).
     pub point: u32,
     pub policy: String,
-    pub fault: Option<FaultKind>,
+    pub fault: Option<RoundFault>,
     /// Which of the plan's swept `conditions` (1..), if it sweeps any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub condition: Option<u32>,

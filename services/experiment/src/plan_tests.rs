@@ -26,7 +26,7 @@ fn the_schedule_interleaves_and_numbers_faults() {
     let s = plan.schedule();
     let names: Vec<&str> = s.iter().map(|x| x.policy.as_str()).collect();
     assert_eq!(names, ["A", "C", "A", "C"]);
-    assert_eq!(s[2].fault, Some(FaultKind::KillWriter));
+    assert_eq!(s[2].fault, Some(RoundFault::KillWriter));
     assert_eq!(s[2].rep, 2);
 }
 

@@ -4,12 +4,12 @@
 use serde::{Deserialize, Serialize};
 
 /// The reference's shared pool: core 12, max 24, queue 1,000, CallerRunsPolicy.
-pub const SEED_POOL: &str = "12/24/1000/caller-runs";
+pub(crate) const SEED_POOL: &str = "12/24/1000/caller-runs";
 
 /// A write policy: a name and the writer flags that make it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PolicyDef {
+pub(crate) struct PolicyDef {
     pub writer_args: Vec<String>,
     #[serde(default)]
     pub about: String,
@@ -17,7 +17,7 @@ pub struct PolicyDef {
 
 /// The built-in policies: the reference's A/B/C with its shared pool, the same with per-store pools,
 /// and `default` (the writer's own defaults, which `scripts/run` uses with its WRITER_ARGS).
-pub fn builtin(name: &str) -> Option<PolicyDef> {
+pub(crate) fn builtin(name: &str) -> Option<PolicyDef> {
     if let Some(def) = remedy(name) {
         return Some(def);
     }
@@ -78,5 +78,5 @@ fn remedy(name: &str) -> Option<PolicyDef> {
     Some(PolicyDef { writer_args, about: about.into() })
 }
 
-pub const BUILTIN_NAMES: &str = "A, B, C (the reference's shared pool), A-per-store, B-per-store, C-per-store, \
+pub(crate) const BUILTIN_NAMES: &str = "A, B, C (the reference's shared pool), A-per-store, B-per-store, C-per-store, \
                                  C-fixed, C-adaptive, C-6 (its remedies), default";

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use tokio::process::{Child, Command};
 
 #[derive(Debug, thiserror::Error)]
-pub enum ProcError {
+pub(crate) enum ProcError {
     #[error("something already answers {0} (another writer or ingest?): stop it or choose another address")]
     PortTaken(String),
     #[error("cannot start {0}: {1}")]
@@ -29,7 +29,7 @@ pub enum ProcError {
 }
 
 /// A service we started (writer or ingest).
-pub struct Service {
+pub(crate) struct Service {
     pub child: Child,
     pub pid: u32,
     /// `http://host:port`
@@ -37,7 +37,7 @@ pub struct Service {
 }
 
 /// What to start, and how to know it is up.
-pub struct Launch<'a> {
+pub(crate) struct Launch<'a> {
     /// For errors and logs: `writer` or `ingest`.
     pub name: &'a str,
     pub bin: &'a Path,
@@ -55,7 +55,7 @@ pub struct Launch<'a> {
 /// Sets `cmd` up as every process the experiment starts: no stdin, stdout and stderr appended to
 /// `log` (a restarted process, a chaos scenario's writer, keeps one log), killed if dropped (an
 /// interrupted run leaves nothing behind).
-pub fn logged(cmd: &mut Command, log: &Path) -> std::io::Result<()> {
+pub(crate) fn logged(cmd: &mut Command, log: &Path) -> std::io::Result<()> {
     let out = std::fs::File::options().create(true).append(true).open(log)?;
     let err = out.try_clone()?;
     cmd.stdin(Stdio::null()).stdout(out).stderr(err).kill_on_drop(true);
@@ -63,7 +63,7 @@ pub fn logged(cmd: &mut Command, log: &Path) -> std::io::Result<()> {
 }
 
 /// Starts `bin args` with stdout and stderr in `log`, then waits until `base+ready` answers 200.
-pub async fn start(http: &reqwest::Client, launch: Launch<'_>) -> Result<Service, ProcError> {
+pub(crate) async fn start(http: &reqwest::Client, launch: Launch<'_>) -> Result<Service, ProcError> {
     let Launch { name, bin, args, env, log, base, ready, timeout } = launch;
     if get_ok(http, &format!("{base}/healthz")).await {
         return Err(ProcError::PortTaken(format!("{base}/healthz")));
@@ -94,7 +94,7 @@ async fn get_ok(http: &reqwest::Client, url: &str) -> bool {
 }
 
 /// The boot id a service reports on `/healthz`.
-pub async fn boot_id(http: &reqwest::Client, base: &str) -> Result<String, ProcError> {
+pub(crate) async fn boot_id(http: &reqwest::Client, base: &str) -> Result<String, ProcError> {
     let url = format!("{base}/healthz");
     let r = http.get(&url).send().await.map_err(|e| ProcError::NoBootId(url.clone(), e.to_string()))?;
     let v: serde_json::Value = r.json().await.map_err(|e| ProcError::NoBootId(url.clone(), e.to_string()))?;
@@ -102,13 +102,13 @@ pub async fn boot_id(http: &reqwest::Client, base: &str) -> Result<String, ProcE
 }
 
 /// Sends `sig` to process `pid`; false when there is no such process (or it is not ours).
-pub fn signal(pid: u32, sig: Signal) -> bool {
+pub(crate) fn signal(pid: u32, sig: Signal) -> bool {
     i32::try_from(pid).map(|p| kill(Pid::from_raw(p), sig).is_ok()).unwrap_or(false)
 }
 
 /// How a service ended when it was stopped.
 #[derive(Debug)]
-pub enum Stopped {
+pub(crate) enum Stopped {
     /// It had exited on its own before the stop.
     Before(ExitStatus),
     /// It exited within the grace period.
@@ -119,7 +119,7 @@ pub enum Stopped {
 
 impl Stopped {
     /// Exited 0 after SIGTERM: a writer that did so committed what it stored.
-    pub fn clean(&self) -> bool {
+    pub(crate) fn clean(&self) -> bool {
         matches!(self, Stopped::Exited(s) if s.success())
     }
 }
@@ -137,7 +137,7 @@ impl std::fmt::Display for Stopped {
 impl Service {
     /// SIGTERM, then up to `grace` for a clean exit (the writer commits what it stored), then
     /// SIGKILL. Returns how it ended, for the round's record.
-    pub async fn stop(mut self, grace: Duration) -> Stopped {
+    pub(crate) async fn stop(mut self, grace: Duration) -> Stopped {
         if let Ok(Some(st)) = self.child.try_wait() {
             return Stopped::Before(st);
         }
@@ -153,7 +153,7 @@ impl Service {
 
     /// SIGKILL (the fault, not a stop): the process alone, then reaped. `Err` with its status
     /// when it had already exited on its own, which a fault scenario counts as a failure.
-    pub async fn kill(mut self) -> Result<(), ExitStatus> {
+    pub(crate) async fn kill(mut self) -> Result<(), ExitStatus> {
         if let Ok(Some(st)) = self.child.try_wait() {
             return Err(st);
         }
@@ -163,14 +163,14 @@ impl Service {
     }
 
     /// Its exit status once it has exited on its own; `None` while it runs.
-    pub fn exited(&mut self) -> Option<ExitStatus> {
+    pub(crate) fn exited(&mut self) -> Option<ExitStatus> {
         self.child.try_wait().ok().flatten()
     }
 }
 
 /// Runs `reconcile --json ARGS` from `bins` with `env` added, stdout into `out` and stderr into
 /// `log`; its exit code (`None` when it could not start or was killed; the log says which).
-pub async fn reconcile(
+pub(crate) async fn reconcile(
     bins: &Path,
     env: &[(String, String)],
     args: &[&str],
@@ -201,7 +201,7 @@ pub async fn reconcile(
 /// The servers of the native stack with their pids, from the pid files `scripts/stack` writes,
 /// `<stack>/<name>.pid` for Kafka and each store (`$STACK_DIR` or `<root>/.stack`). Servers not
 /// running, or started some other way, are left out (and the report says which it sampled).
-pub fn server_pids(root: &Path) -> Vec<(String, u32)> {
+pub(crate) fn server_pids(root: &Path) -> Vec<(String, u32)> {
     server_names().filter_map(|n| server_pid(root, n).map(|pid| (n.to_string(), pid))).collect()
 }
 
@@ -212,13 +212,13 @@ fn server_names() -> impl Iterator<Item = &'static str> {
 
 /// Each server's data on disk, from the links `scripts/stack` makes beside the pid files,
 /// `<stack>/<name>.data` (a folder, or tansu's SQLite file). Servers without one are left out.
-pub fn server_data(root: &Path) -> Vec<(String, PathBuf)> {
+pub(crate) fn server_data(root: &Path) -> Vec<(String, PathBuf)> {
     let stack = crate::paths::stack_dir(root);
     server_names().map(|n| (n.to_string(), stack.join(format!("{n}.data")))).filter(|(_, p)| p.exists()).collect()
 }
 
 /// One server's pid from its pid file, when that process is alive.
-pub fn server_pid(root: &Path, name: &str) -> Option<u32> {
+pub(crate) fn server_pid(root: &Path, name: &str) -> Option<u32> {
     let f = crate::paths::stack_dir(root).join(format!("{name}.pid"));
     let pid: u32 = std::fs::read_to_string(f).ok()?.trim().parse().ok()?;
     cpu_rss(Some(pid)).map(|_| pid)

@@ -5,14 +5,14 @@
 
 /// One sample: metric name, labels as `k=v;k=v` (CSV-safe, sorted as exported), value.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Sample {
+pub(crate) struct Sample {
     pub name: String,
     pub labels: String,
     pub value: f64,
 }
 
 /// Parses an exposition body; lines it does not understand are skipped.
-pub fn parse(body: &str) -> Vec<Sample> {
+pub(crate) fn parse(body: &str) -> Vec<Sample> {
     body.lines().filter_map(parse_line).collect()
 }
 
@@ -63,7 +63,7 @@ fn labels(inner: &str) -> String {
 }
 
 /// The value of label `key` in a `k=v;k=v` string.
-pub fn label<'a>(labels: &'a str, key: &str) -> Option<&'a str> {
+pub(crate) fn label<'a>(labels: &'a str, key: &str) -> Option<&'a str> {
     labels.split(';').find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
 }
 

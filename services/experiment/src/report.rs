@@ -1,6 +1,9 @@
 //! `report.md`: every round with its gate verdicts, then per policy (valid rounds only) the
 //! median, min and max of throughput, latency, CPU per message per process and pool activity,
 //! side by side with the ratio to the best; for a gradient, the knee.
+//!
+//! One file past ~400 lines on purpose: `report.md` reads top to bottom as this file does (its
+//! tests are in report_tests.rs).
 
 use crate::evidence::Evidence;
 use crate::gates::{self, Gate, Verdict};
@@ -10,7 +13,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// One round as the report sees it.
-pub struct RoundView {
+pub(crate) struct RoundView {
     pub name: String,
     pub slot: Slot,
     /// The round's condition as its proxies measured it (empty: none).
@@ -20,7 +23,7 @@ pub struct RoundView {
     pub valid: bool,
 }
 
-pub fn analyse(ev: &Evidence) -> Vec<RoundView> {
+pub(crate) fn analyse(ev: &Evidence) -> Vec<RoundView> {
     let owners = gates::boot_owners(&ev.rounds);
     ev.rounds
         .iter()
@@ -45,7 +48,7 @@ pub fn analyse(ev: &Evidence) -> Vec<RoundView> {
 
 /// Process columns in a fixed order: ours, the load generator, the broker, then each store's
 /// server in the registry's order.
-pub fn processes() -> Vec<&'static str> {
+pub(crate) fn processes() -> Vec<&'static str> {
     let mut p = vec!["writer", "ingest", "k6", "kafka"];
     p.extend(pipeline_stores::StoreKind::ALL.iter().map(|k| k.name()));
     p
@@ -64,7 +67,7 @@ fn med_range(values: &[f64], digits: usize) -> String {
 }
 
 /// Policies in plan order, then load points: the cells the report compares.
-pub fn cells(ev: &Evidence, views: &[RoundView]) -> Vec<(String, u32)> {
+pub(crate) fn cells(ev: &Evidence, views: &[RoundView]) -> Vec<(String, u32)> {
     let mut out = Vec::new();
     for &point in &ev.plan.points() {
         for p in &ev.plan.labels() {
@@ -84,7 +87,7 @@ fn valid_of<'a>(views: &'a [RoundView], cell: &(String, u32)) -> Vec<&'a RoundVi
     views.iter().filter(|v| v.valid && v.slot.policy == cell.0 && v.slot.point == cell.1).collect()
 }
 
-pub fn render(ev: &Evidence, views: &[RoundView], charts: &[String]) -> String {
+pub(crate) fn render(ev: &Evidence, views: &[RoundView], charts: &[String]) -> String {
     let plan = &ev.plan;
     let mut md = String::new();
     let name = ev.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -184,7 +187,9 @@ fn per_policy(md: &mut String, ev: &Evidence, views: &[RoundView]) {
     let cells = cells(ev, views);
     let medians: Vec<Option<f64>> = cells
         .iter()
-        .map(|c| spread(&valid_of(views, c).iter().filter_map(|v| v.stats.end_to_end()).collect::<Vec<_>>()).map(|s| s.0))
+        .map(|c| {
+            spread(&valid_of(views, c).iter().filter_map(|v| v.stats.end_to_end()).collect::<Vec<_>>()).map(|s| s.0)
+        })
         .collect();
     let _ = writeln!(md, "## Per policy (valid rounds: median, and min–max over the rounds)\n");
     let _ = writeln!(
@@ -409,7 +414,7 @@ fn rounds_table(md: &mut String, views: &[RoundView]) {
 }
 
 /// `verdicts.json`: every round's gates, for scripts and tests.
-pub fn verdicts_json(views: &[RoundView]) -> serde_json::Value {
+pub(crate) fn verdicts_json(views: &[RoundView]) -> serde_json::Value {
     serde_json::Value::Array(
         views
             .iter()

@@ -18,8 +18,12 @@ fn view(policy: &str, rep: u32, accepted: f64, stored: f64) -> RoundView {
 fn policies_are_ranked_by_what_reaches_every_store() {
     let plan = Plan { policies: vec!["A".into(), "B".into()], rounds: 2, ..Plan::default() };
     let ev = Evidence { dir: "x".into(), plan, env: None, warmed: None, rounds: Vec::new() };
-    let views =
-        vec![view("A", 1, 1000.0, 400.0), view("B", 1, 800.0, 790.0), view("A", 2, 1010.0, 420.0), view("B", 2, 820.0, 800.0)];
+    let views = vec![
+        view("A", 1, 1000.0, 400.0),
+        view("B", 1, 800.0, 790.0),
+        view("A", 2, 1010.0, 420.0),
+        view("B", 2, 820.0, 800.0),
+    ];
     let mut md = String::new();
     comparisons(&mut md, &ev, &views);
     assert!(md.contains("**B over A** (load 250): +93.9 % in median end-to-end rate (795 vs 410 messages/s)"), "{md}");

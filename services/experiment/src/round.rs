@@ -6,8 +6,9 @@
 //! not judge itself. The gates are applied by the report, from the files alone, so a re-render
 //! of an old evidence folder judges it by the same rules.
 
+use crate::faults::RoundFault;
 use crate::k6::{self, K6Job, K6Run};
-use crate::plan::{FaultKind, LoadKind, Plan, Slot};
+use crate::plan::{LoadKind, Plan, Slot};
 use crate::procs::{self, Launch, Service};
 use crate::sampler::Sampler;
 use serde::{Deserialize, Serialize};
@@ -15,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Everything a round needs that does not change between rounds.
-pub struct Ctx {
+pub(crate) struct Ctx {
     pub http: reqwest::Client,
     pub root: PathBuf,
     pub bins: PathBuf,
@@ -30,7 +31,7 @@ pub struct Ctx {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct ProcRecord {
+pub(crate) struct ProcRecord {
     pub command: Vec<String>,
     pub pid: u32,
     pub ready_s: f64,
@@ -39,7 +40,7 @@ pub struct ProcRecord {
 /// Boot ids read from `/healthz`: at the start of the round and after reconcile. An end value
 /// that is not a boot id says why (`unreachable: ...`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Boots {
+pub(crate) struct Boots {
     pub writer_start: Option<String>,
     pub ingest_start: Option<String>,
     pub writer_end: Option<String>,
@@ -47,15 +48,15 @@ pub struct Boots {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct FaultRecord {
-    pub kind: Option<FaultKind>,
+pub(crate) struct FaultRecord {
+    pub kind: Option<RoundFault>,
     pub at_s: f64,
     pub detail: String,
 }
 
 /// `round.json`: what the round did and when (seconds since its start).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct RoundRecord {
+pub(crate) struct RoundRecord {
     pub slot: Option<Slot>,
     pub load: Option<LoadKind>,
     pub writer_args: Vec<String>,
@@ -81,7 +82,7 @@ pub struct RoundRecord {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum RoundError {
+pub(crate) enum RoundError {
     #[error("round folder {0}: {1}")]
     Io(String, std::io::Error),
     #[error(transparent)]
@@ -90,13 +91,13 @@ pub enum RoundError {
     K6(#[from] crate::k6::K6Error),
 }
 
-pub fn dir_name(slot: &Slot) -> String {
+pub(crate) fn dir_name(slot: &Slot) -> String {
     format!("{:02}-{}-{}", slot.index, crate::plan::Plan::label(slot), slot.point)
 }
 
 /// Runs one round into `dir`. Only an unusable folder, k6 or sampler is an error; anything the
 /// pipeline does wrong is recorded for the gates.
-pub async fn run(ctx: &Ctx, slot: &Slot, dir: &Path) -> Result<RoundRecord, RoundError> {
+pub(crate) async fn run(ctx: &Ctx, slot: &Slot, dir: &Path) -> Result<RoundRecord, RoundError> {
     std::fs::create_dir_all(dir).map_err(|e| RoundError::Io(dir.display().to_string(), e))?;
     let t0 = Instant::now();
     let mut rec = RoundRecord {
@@ -299,7 +300,7 @@ async fn fault(
     dir: &Path,
     t0: Instant,
     sampler: &Sampler,
-    kind: Option<FaultKind>,
+    kind: Option<RoundFault>,
     writer_pid: u32,
     writer: &WriterCmd<'_>,
 ) -> Option<(FaultRecord, Option<Service>)> {
@@ -311,7 +312,7 @@ async fn fault(
     let killed = procs::signal(writer_pid, nix::sys::signal::Signal::SIGKILL);
     let mut detail = format!("SIGKILL writer pid {writer_pid}: {}", if killed { "sent" } else { "FAILED" });
     let mut new = None;
-    if kind == FaultKind::RestartWriter {
+    if kind == RoundFault::RestartWriter {
         // Give the kernel a moment to release the metrics port of the killed process.
         tokio::time::sleep(Duration::from_millis(500)).await;
         match start_writer(ctx, dir, t0, sampler, writer, "writer-restarted.log").await {
@@ -338,11 +339,11 @@ async fn end_boot(http: &reqwest::Client, base: &str) -> String {
     }
 }
 
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
 }
 
-pub fn write_json(path: &Path, v: &impl Serialize) -> Result<(), RoundError> {
+pub(crate) fn write_json(path: &Path, v: &impl Serialize) -> Result<(), RoundError> {
     let text = serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     std::fs::write(path, text + "\n").map_err(|e| RoundError::Io(path.display().to_string(), e))
 }

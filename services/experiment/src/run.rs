@@ -12,7 +12,7 @@ use tracing::{info, warn};
 
 /// Why the run could not happen (exit code 2 for a bad plan, 3 for the rest).
 #[derive(Debug, thiserror::Error)]
-pub enum RunError {
+pub(crate) enum RunError {
     #[error(transparent)]
     Plan(#[from] crate::plan::PlanError),
     #[error(transparent)]
@@ -64,19 +64,19 @@ pub(crate) fn step(root: &Path, what: &str, cmd: &str, args: &[&str]) -> anyhow:
 }
 
 /// `YYYYMMDD-HHMMSS` (UTC), for evidence folder names.
-pub fn stamp() -> String {
+pub(crate) fn stamp() -> String {
     let fmt = time::macros::format_description!("[year][month][day]-[hour][minute][second]");
     time::OffsetDateTime::now_utc().format(&fmt).unwrap_or_else(|_| "now".into())
 }
 
 /// The machine-wide load lock, held until dropped.
-pub fn lock_for(common: &Common) -> anyhow::Result<File> {
+pub(crate) fn lock_for(common: &Common) -> anyhow::Result<File> {
     let path = common.lock.clone().unwrap_or_else(|| crate::paths::cache_dir().join("load.lock"));
     lock(&path, Duration::from_secs(common.lock_wait))
 }
 
 /// The servers up and `bins` built (unless told otherwise); the folder that holds them.
-pub fn prepare(common: &Common, root: &Path, bins: &[&str]) -> anyhow::Result<PathBuf> {
+pub(crate) fn prepare(common: &Common, root: &Path, bins: &[&str]) -> anyhow::Result<PathBuf> {
     if !common.no_stack {
         step(root, "servers", "scripts/stack", &["up"])?;
     }
@@ -100,13 +100,13 @@ pub fn prepare(common: &Common, root: &Path, bins: &[&str]) -> anyhow::Result<Pa
 }
 
 /// Runs the plan; returns the evidence folder and whether every round was valid.
-pub async fn run(args: &RunArgs) -> Result<(PathBuf, bool), RunError> {
+pub(crate) async fn run(args: &RunArgs) -> Result<(PathBuf, bool), RunError> {
     run_in(args, None).await
 }
 
 /// [`run`], inside a caller that already holds the load lock (`held`): `experiment bench` runs
 /// its references and its pipeline runs under one hold, so no other load run slips in between.
-pub async fn run_in(args: &RunArgs, held: Option<&File>) -> Result<(PathBuf, bool), RunError> {
+pub(crate) async fn run_in(args: &RunArgs, held: Option<&File>) -> Result<(PathBuf, bool), RunError> {
     let common = &args.common;
     let root = crate::paths::root(common.root.as_deref()).map_err(anyhow::Error::from)?;
     let file = match &args.plan {

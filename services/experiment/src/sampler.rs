@@ -17,10 +17,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub const HEADER: &str = "t_s,source,name,labels,value";
+pub(crate) const HEADER: &str = "t_s,source,name,labels,value";
 
 #[derive(Debug, thiserror::Error)]
-pub enum SampleError {
+pub(crate) enum SampleError {
     #[error("timeline {0}: {1}")]
     Io(String, std::io::Error),
     #[error("the sampler task ended abnormally: {0}")]
@@ -36,7 +36,7 @@ struct Targets {
     dirs: Vec<(String, std::path::PathBuf)>,
 }
 
-pub struct Sampler {
+pub(crate) struct Sampler {
     targets: Arc<Mutex<Targets>>,
     stop: watch::Sender<bool>,
     task: JoinHandle<Result<u64, SampleError>>,
@@ -44,7 +44,12 @@ pub struct Sampler {
 
 impl Sampler {
     /// Starts sampling into `path` every `every`; times are seconds since `t0`.
-    pub fn start(path: &Path, t0: Instant, http: reqwest::Client, every: Duration) -> Result<Sampler, SampleError> {
+    pub(crate) fn start(
+        path: &Path,
+        t0: Instant,
+        http: reqwest::Client,
+        every: Duration,
+    ) -> Result<Sampler, SampleError> {
         let io = |e| SampleError::Io(path.display().to_string(), e);
         let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
         writeln!(out, "{HEADER}").map_err(io)?;
@@ -72,7 +77,7 @@ impl Sampler {
         Ok(Sampler { targets, stop, task })
     }
 
-    pub fn add_proc(&self, name: &str, pid: u32) {
+    pub(crate) fn add_proc(&self, name: &str, pid: u32) {
         if let Ok(mut t) = self.targets.lock() {
             t.procs.retain(|(n, _)| n != name);
             t.procs.push((name.to_string(), pid));
@@ -80,13 +85,13 @@ impl Sampler {
     }
 
     /// Samples the bytes on disk under `path` as `server`'s data.
-    pub fn add_dir(&self, server: &str, path: &Path) {
+    pub(crate) fn add_dir(&self, server: &str, path: &Path) {
         if let Ok(mut t) = self.targets.lock() {
             t.dirs.push((server.to_string(), path.to_path_buf()));
         }
     }
 
-    pub fn add_url(&self, source: &str, url: &str) {
+    pub(crate) fn add_url(&self, source: &str, url: &str) {
         if let Ok(mut t) = self.targets.lock() {
             t.urls.retain(|(s, _)| s != source);
             t.urls.push((source.to_string(), url.to_string()));
@@ -94,7 +99,7 @@ impl Sampler {
     }
 
     /// Takes a last sample, closes the file, returns the rows written.
-    pub async fn finish(self) -> Result<u64, SampleError> {
+    pub(crate) async fn finish(self) -> Result<u64, SampleError> {
         let _ = self.stop.send(true);
         self.task.await.map_err(|e| SampleError::Join(e.to_string()))?
     }

@@ -12,7 +12,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Default)]
-pub struct PoolStats {
+pub(crate) struct PoolStats {
     /// Over the measured phase.
     pub caller_runs: f64,
     pub rejected: f64,
@@ -23,7 +23,7 @@ pub struct PoolStats {
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct RoundStats {
+pub(crate) struct RoundStats {
     pub throughput: Option<f64>,
     pub requests: f64,
     pub p50: Option<f64>,
@@ -55,22 +55,22 @@ impl RoundStats {
     /// Kafka lets the ingest accept faster than the writer stores, and an accepted rate the
     /// writer does not keep up with is only a backlog growing. Either alone when the other is
     /// missing.
-    pub fn end_to_end(&self) -> Option<f64> {
+    pub(crate) fn end_to_end(&self) -> Option<f64> {
         match (self.throughput, self.writer_rate) {
             (Some(a), Some(w)) => Some(a.min(w)),
             (a, w) => a.or(w),
         }
     }
 
-    pub fn caller_runs(&self) -> f64 {
+    pub(crate) fn caller_runs(&self) -> f64 {
         self.pools.values().map(|p| p.caller_runs).sum()
     }
 
-    pub fn rejected(&self) -> f64 {
+    pub(crate) fn rejected(&self) -> f64 {
         self.pools.values().map(|p| p.rejected).sum()
     }
 
-    pub fn cpu_total(&self) -> Option<f64> {
+    pub(crate) fn cpu_total(&self) -> Option<f64> {
         (!self.cpu_us_per_msg.is_empty()).then(|| self.cpu_us_per_msg.values().sum())
     }
 }
@@ -80,7 +80,7 @@ pub(crate) fn num(v: &Value, path: &[&str]) -> Option<f64> {
     path.iter().try_fold(v, |v, k| v.get(k))?.as_f64()
 }
 
-pub fn compute(r: &RoundEvidence) -> RoundStats {
+pub(crate) fn compute(r: &RoundEvidence) -> RoundStats {
     let mut s = RoundStats::default();
     if let Some(sum) = &r.summary {
         s.throughput = num(sum, &["measured", "messages_per_s"]);
@@ -134,7 +134,7 @@ pub fn compute(r: &RoundEvidence) -> RoundStats {
 
 /// When the writer stopped storing: the first sample that shows the final total of
 /// `writer_store_records_total` (all stores) within [from, to]; `from` when nothing was stored.
-pub fn drained_at(tl: &Timeline, from: f64, to: f64) -> f64 {
+pub(crate) fn drained_at(tl: &Timeline, from: f64, to: f64) -> f64 {
     let mut totals: BTreeMap<u64, f64> = BTreeMap::new();
     for (_, pts) in tl.matching("writer", "writer_store_records_total") {
         for (t, v) in pts.iter().filter(|(t, _)| *t >= from && *t <= to) {
@@ -185,12 +185,12 @@ fn pools(tl: &Timeline, from: f64, to: f64) -> BTreeMap<String, PoolStats> {
     out
 }
 
-pub fn pool_name(labels: &str) -> String {
+pub(crate) fn pool_name(labels: &str) -> String {
     label(labels, "pool").unwrap_or("?").to_string()
 }
 
 /// Median, min and max of some values (None when there are none).
-pub fn spread(values: &[f64]) -> Option<(f64, f64, f64)> {
+pub(crate) fn spread(values: &[f64]) -> Option<(f64, f64, f64)> {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
     if v.is_empty() {
         return None;

@@ -11,7 +11,7 @@ use plotters::prelude::*;
 use std::path::Path;
 
 /// The round drawn for a policy: its valid round with the median end-to-end rate, else its first.
-pub fn representative<'a>(ev: &'a Evidence, views: &[RoundView], policy: &str) -> Option<&'a RoundEvidence> {
+pub(crate) fn representative<'a>(ev: &'a Evidence, views: &[RoundView], policy: &str) -> Option<&'a RoundEvidence> {
     let mut valid: Vec<(f64, &str)> = views
         .iter()
         .filter(|v| v.valid && v.slot.policy == policy)
@@ -39,7 +39,7 @@ fn series(r: &RoundEvidence, name: &str, rate: bool) -> Series {
         .collect()
 }
 
-pub fn pools(path: &Path, ev: &Evidence, r: &RoundEvidence, policy: &str, _index: usize) -> Draw<()> {
+pub(crate) fn pools(path: &Path, ev: &Evidence, r: &RoundEvidence, policy: &str, _index: usize) -> Draw<()> {
     let panels: [(&str, Series); 4] = [
         ("queue depth, jobs", series(r, "writer_pool_queue_depth", false)),
         ("active workers", series(r, "writer_pool_active_workers", false)),

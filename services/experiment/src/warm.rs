@@ -132,7 +132,12 @@ async fn write_chunk(store: &dyn pipeline_stores::Store, first: usize, rule: Rul
         .map(|from| async move {
             let msgs = messages(kind, from, batch);
             let refused = store.write(&msgs, Overwrite::Older).await.with_context(|| format!("warming {kind}"))?;
-            anyhow::ensure!(refused.is_empty(), "{kind} refused {} warm-up messages: {:?}", refused.len(), refused.first());
+            anyhow::ensure!(
+                refused.is_empty(),
+                "{kind} refused {} warm-up messages: {:?}",
+                refused.len(),
+                refused.first()
+            );
             Ok(msgs.len())
         })
         .buffer_unordered(rule.in_flight.max(1))

@@ -134,8 +134,9 @@ async fn main() -> anyhow::Result<()> {
     let payloads = (0..records).map(|r| record_payload(r, per, &text)).collect::<anyhow::Result<Vec<_>>>()?;
     let bytes: usize = payloads.iter().map(Vec::len).sum();
 
-    let producer: FutureProducer =
-        producer_client_config(&cfg.producer()).set("queue.buffering.max.kbytes", (bytes / 1024 + 1024).to_string()).create()?;
+    let producer: FutureProducer = producer_client_config(&cfg.producer())
+        .set("queue.buffering.max.kbytes", (bytes / 1024 + 1024).to_string())
+        .create()?;
     let (t0, c0) = (Instant::now(), cpu_seconds(None).unwrap_or(0.0));
     let mut pending = Vec::with_capacity(records);
     for payload in &payloads {

@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 /// failures is the HTTP contract: a 503 promises the message was not and will not be written; a
 /// 504 says it may have been (a retry with the same id is safe: every store writes by id).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Delivery {
+pub(crate) enum Delivery {
     /// Kafka acknowledged it (acks=all): durable in the topic, not yet in the stores.
     Acknowledged,
     /// It never reached librdkafka (its queue stayed full, or the producer refused it).
@@ -39,7 +39,7 @@ impl Delivery {
 ///
 /// If records are dropped without a report (only when the producer itself goes away), the last
 /// drop drops the sender and the request reads that as "report lost", i.e. uncertain.
-pub struct RequestAck {
+pub(crate) struct RequestAck {
     remaining: AtomicUsize,
     /// Some record entered librdkafka (stored, or reported failed after it may have been sent).
     sent_any: AtomicBool,
@@ -52,11 +52,11 @@ struct AckState {
 }
 
 /// Where a record's [`Delivery`] is reported: its request's acknowledgement.
-pub type Ack = Arc<RequestAck>;
+pub(crate) type Ack = Arc<RequestAck>;
 
 impl RequestAck {
     /// An acknowledgement for `records` records, and where the request reads its outcome.
-    pub fn new(records: usize) -> (Ack, oneshot::Receiver<Delivery>) {
+    pub(crate) fn new(records: usize) -> (Ack, oneshot::Receiver<Delivery>) {
         let (tx, rx) = oneshot::channel();
         let state = Mutex::new(AckState { worst: Delivery::Acknowledged, tx: Some(tx) });
         let sent_any = AtomicBool::new(false);
@@ -69,7 +69,7 @@ impl RequestAck {
 
     /// One record's outcome. Failures are recorded before the count goes down, so the record
     /// that brings it to zero sees every earlier failure.
-    pub fn report(&self, outcome: Delivery) {
+    pub(crate) fn report(&self, outcome: Delivery) {
         if !matches!(outcome, Delivery::NotSent(_)) {
             self.sent_any.store(true, Ordering::Release);
         }

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use std::fmt;
 
 #[derive(Debug)]
-pub struct ApiError {
+pub(crate) struct ApiError {
     status: StatusCode,
     code: &'static str,
     detail: Value,
@@ -23,23 +23,23 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, detail: impl Into<Value>) -> Self {
+    pub(crate) fn new(status: StatusCode, code: &'static str, detail: impl Into<Value>) -> Self {
         ApiError { status, code, detail: detail.into(), retry_after: None, ids: None, close: false }
     }
     /// The same answer, and the connection closed after it.
-    pub fn closing(self) -> Self {
+    pub(crate) fn closing(self) -> Self {
         ApiError { close: true, ..self }
     }
     /// 503: nothing was written.
-    pub fn unavailable(code: &'static str, detail: &str, retry_after: u64) -> Self {
+    pub(crate) fn unavailable(code: &'static str, detail: &str, retry_after: u64) -> Self {
         ApiError { retry_after: Some(retry_after), ..Self::new(StatusCode::SERVICE_UNAVAILABLE, code, detail) }
     }
     /// 429: this key is past its rate; nothing was written.
-    pub fn limited(detail: &str, retry_after: u64) -> Self {
+    pub(crate) fn limited(detail: &str, retry_after: u64) -> Self {
         ApiError { retry_after: Some(retry_after), ..Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", detail) }
     }
     /// 504: the messages may or may not be stored.
-    pub fn uncertain(detail: &str, retry_after: u64, msgs: &[Message]) -> Self {
+    pub(crate) fn uncertain(detail: &str, retry_after: u64, msgs: &[Message]) -> Self {
         counter!(catalog::INGEST_UNCERTAIN_MESSAGES_TOTAL).increment(msgs.len() as u64);
         ApiError {
             retry_after: Some(retry_after),

@@ -32,13 +32,13 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 const UNIT: usize = 1024;
 
 /// The process-wide budget of body bytes being read or parsed.
-pub struct BodyBudget {
+pub(crate) struct BodyBudget {
     permits: Arc<Semaphore>,
     total: usize,
 }
 
 impl BodyBudget {
-    pub fn new(bytes: usize) -> BodyBudget {
+    pub(crate) fn new(bytes: usize) -> BodyBudget {
         let units = bytes.div_ceil(UNIT).clamp(1, Semaphore::MAX_PERMITS);
         gauge!(catalog::INGEST_BODY_BUDGET_BYTES).set((units * UNIT) as f64);
         BodyBudget { permits: Arc::new(Semaphore::new(units)), total: units }
@@ -50,13 +50,13 @@ impl BodyBudget {
 }
 
 /// A body and its share of the budget, given back when it is dropped.
-pub struct Body {
+pub(crate) struct Body {
     pub bytes: web::BytesMut,
     _held: Option<OwnedSemaphorePermit>,
 }
 
 /// How a body may be read.
-pub struct Bounds<'a> {
+pub(crate) struct Bounds<'a> {
     pub limit: usize,
     pub deadline: Duration,
     pub budget: &'a BodyBudget,
@@ -70,7 +70,11 @@ fn busy(retry_after: u64) -> ApiError {
 
 /// Checks the content type and reads the body up to `bounds.limit`, within the deadline and the
 /// byte budget, without buffering past the limit.
-pub async fn read_json(req: &HttpRequest, mut payload: web::Payload, bounds: Bounds<'_>) -> Result<Body, ApiError> {
+pub(crate) async fn read_json(
+    req: &HttpRequest,
+    mut payload: web::Payload,
+    bounds: Bounds<'_>,
+) -> Result<Body, ApiError> {
     let ct = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     let mime = ct.split(';').next().unwrap_or("").trim();
     if !mime.eq_ignore_ascii_case("application/json") {
@@ -141,7 +145,7 @@ pub async fn read_json(req: &HttpRequest, mut payload: web::Payload, bounds: Bou
 
 /// Why a batch body is not a list of 1 to `max` valid messages.
 #[derive(Debug)]
-pub enum BatchError {
+pub(crate) enum BatchError {
     /// Not JSON (or cut short).
     Syntax(serde_json::Error),
     NotArray,
@@ -199,7 +203,7 @@ fn parse<'de, T: serde::Deserialize<'de>>(bytes: &'de [u8], max: usize) -> Resul
 
 /// Parses a batch body: one pass straight into messages when it is a list of 1 to `max` of them;
 /// otherwise says why, item by item, from borrowed raw items (no JSON tree is built).
-pub fn parse_batch(bytes: &[u8], max: usize) -> Result<Vec<NewMessage>, BatchError> {
+pub(crate) fn parse_batch(bytes: &[u8], max: usize) -> Result<Vec<NewMessage>, BatchError> {
     match parse::<NewMessage>(bytes, max) {
         Ok(items) if !items.is_empty() => return Ok(items),
         Ok(_) => return Err(BatchError::Count(Some(0))),

@@ -242,7 +242,10 @@ impl IngestConfig {
             // the single-message route reads, which bounds the JSON the ingest writes for it.
             largest_record: (
                 self.record_max_bytes.max(self.max_message_request_bytes()),
-                format!("--record-max-bytes {}, or one message of MAX_BODY_BYTES {}", self.record_max_bytes, self.max_body_bytes),
+                format!(
+                    "--record-max-bytes {}, or one message of MAX_BODY_BYTES {}",
+                    self.record_max_bytes, self.max_body_bytes
+                ),
             ),
             options: self.producer_options.clone(),
         }

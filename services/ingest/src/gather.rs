@@ -33,14 +33,14 @@ pub(crate) fn spacing(window: Duration) -> Duration {
 }
 
 /// What a request puts in the ring.
-pub struct Entry {
+pub(crate) struct Entry {
     pub payload: Vec<u8>,
     /// `Some` in `--ack kafka` mode: the delivery report is sent here.
     pub ack: Option<Ack>,
 }
 
 impl Entry {
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.payload.len() as u64
     }
 }
@@ -48,7 +48,7 @@ impl Entry {
 /// Where the ring consumer hands its gathered records: the Kafka producer in the service. The
 /// ring knows only this, not the producer; `send_all` may block while the producer is full (the
 /// ring consumer's thread waits, and the ring fills: the backpressure the 503s come from).
-pub trait Publish: Send + 'static {
+pub(crate) trait Publish: Send + 'static {
     fn send_all(&self, records: impl Iterator<Item = Pending>);
     /// Records handed over whose delivery report has not come yet: with none, the link to the
     /// broker is idle and an adaptive window sends what it gathered.
@@ -56,7 +56,7 @@ pub trait Publish: Send + 'static {
 }
 
 /// A record on its way to Kafka.
-pub struct Pending {
+pub(crate) struct Pending {
     pub payload: Vec<u8>,
     /// One per request record it holds (`crate::gather`); none in `--ack ring` mode.
     pub acks: Vec<Ack>,
@@ -65,7 +65,7 @@ pub struct Pending {
 }
 
 /// The record being gathered and the records ready to send.
-pub struct Gather {
+pub(crate) struct Gather {
     /// Largest gathered record; 0 = gather nothing (one record per message, the old format).
     max_bytes: usize,
     window: Duration,
@@ -87,7 +87,7 @@ pub struct Gather {
 }
 
 impl Gather {
-    pub fn new(max_bytes: usize, window: Duration, adaptive: bool) -> Gather {
+    pub(crate) fn new(max_bytes: usize, window: Duration, adaptive: bool) -> Gather {
         Gather {
             max_bytes,
             window,
@@ -104,7 +104,7 @@ impl Gather {
 
     /// Takes a request's record. The record being gathered is sent first if this one would take
     /// it past the budget; a record at or over the budget on its own is sent alone.
-    pub fn push(&mut self, entry: Entry, now: Instant) {
+    pub(crate) fn push(&mut self, entry: Entry, now: Instant) {
         if self.max_bytes == 0 || entry.payload.len() >= self.max_bytes {
             self.ready_bytes += entry.bytes();
             self.ready.push(Pending { payload: entry.payload, acks: entry.ack.into_iter().collect(), since: now });
@@ -120,14 +120,14 @@ impl Gather {
     }
 
     /// How long until the record being gathered must go (zero: now), or `None` when there is none.
-    pub fn due_in(&self, now: Instant) -> Option<Duration> {
+    pub(crate) fn due_in(&self, now: Instant) -> Option<Duration> {
         // `checked_add`: a window too large for the clock means "not before a very long time".
         self.first
             .map(|first| first.checked_add(self.window).map_or(Duration::MAX, |due| due.saturating_duration_since(now)))
     }
 
     /// Ends the record being gathered: it is ready to send.
-    pub fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         self.flush_at(Instant::now());
     }
 
@@ -143,7 +143,7 @@ impl Gather {
     /// Sends the record being gathered if its window is over, or, with an adaptive window, if
     /// nothing is in flight (`in_flight` is the publisher's count) and the last record went at
     /// least [`spacing`] ago.
-    pub fn flush_if_due(&mut self, now: Instant, in_flight: usize) {
+    pub(crate) fn flush_if_due(&mut self, now: Instant, in_flight: usize) {
         let spaced = self.last_sent.is_none_or(|t| now.saturating_duration_since(t) >= spacing(self.window));
         if self.due_in(now) == Some(Duration::ZERO) || (self.adaptive && in_flight == 0 && spaced) {
             self.flush_at(now);
@@ -152,16 +152,16 @@ impl Gather {
 
     /// True while a record is being gathered and an adaptive window waits for the broker's
     /// acknowledgement of the one before: the ring consumer then looks often, not after a long nap.
-    pub fn awaits_link(&self) -> bool {
+    pub(crate) fn awaits_link(&self) -> bool {
         self.adaptive && self.first.is_some()
     }
 
     /// The records ready to send, in order, and the ring bytes they held.
-    pub fn ready(&mut self) -> (std::vec::Drain<'_, Pending>, u64) {
+    pub(crate) fn ready(&mut self) -> (std::vec::Drain<'_, Pending>, u64) {
         (self.ready.drain(..), std::mem::take(&mut self.ready_bytes))
     }
 
-    pub fn has_ready(&self) -> bool {
+    pub(crate) fn has_ready(&self) -> bool {
         !self.ready.is_empty()
     }
 }

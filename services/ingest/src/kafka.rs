@@ -6,11 +6,11 @@
 //! travels with each of its records as the delivery opaque, so no map of pending ids is needed.
 
 use crate::ack::{Ack, Delivery};
-use pipeline_common::config::{KafkaArgs, KafkaOptions};
 use crate::gather::{Pending, Publish};
 use crate::partitions::Rotation;
 use metrics::{counter, histogram};
 use pipeline_common::catalog;
+use pipeline_common::config::{KafkaArgs, KafkaOptions};
 use pipeline_common::kafka::producer_config;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};

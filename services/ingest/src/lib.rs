@@ -5,6 +5,8 @@
 //! [`kafka`] publishes and turns delivery reports into acknowledgements, to the partition
 //! [`partitions`] picks; [`startup`] wires it.
 #![forbid(unsafe_code)]
+// Visibility says who uses an item: `pub` only for what another crate reads.
+#![warn(unreachable_pub)]
 
 pub(crate) mod ack;
 pub(crate) mod answer;

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 /// Why a key's request is refused.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// Past the key's rate (messages or bytes): ask again after this long.
     Rate { reason: &'static str, retry_after: Duration },
     /// A request larger than one second of the key's rate: it can never pass.
@@ -47,14 +47,14 @@ struct KeyState {
 }
 
 /// Every key's state, made on its first request.
-pub struct KeyLimits {
+pub(crate) struct KeyLimits {
     ring_max_bytes: u64,
     keys: Mutex<HashMap<Arc<str>, Arc<KeyState>>>,
 }
 
 /// The bytes a request holds of its key's share, given back when it is dropped (the request
 /// has its answer).
-pub struct Held {
+pub(crate) struct Held {
     key: Arc<KeyState>,
     bytes: u64,
 }
@@ -80,7 +80,7 @@ fn check(bucket: &Option<DefaultDirectRateLimiter>, n: u64, reason: &'static str
 }
 
 impl KeyLimits {
-    pub fn new(ring_max_bytes: u64) -> KeyLimits {
+    pub(crate) fn new(ring_max_bytes: u64) -> KeyLimits {
         KeyLimits { ring_max_bytes, keys: Mutex::new(HashMap::new()) }
     }
 
@@ -102,7 +102,7 @@ impl KeyLimits {
     }
 
     /// Admits a request of `messages` messages and `bytes` bytes for key `name`, or says why not.
-    pub fn admit(&self, name: &Arc<str>, limits: Limits, messages: u64, bytes: u64) -> Result<Held, Refusal> {
+    pub(crate) fn admit(&self, name: &Arc<str>, limits: Limits, messages: u64, bytes: u64) -> Result<Held, Refusal> {
         let key = self.state(name, limits);
         let refused = |r: Refusal| {
             let reason = match &r {

@@ -21,17 +21,17 @@ struct State {
     at: Instant,
 }
 
-pub struct Readiness(ArcSwap<State>);
+pub(crate) struct Readiness(ArcSwap<State>);
 
 impl Readiness {
-    pub fn new() -> Arc<Readiness> {
+    pub(crate) fn new() -> Arc<Readiness> {
         Arc::new(Readiness(ArcSwap::from_pointee(State { partitions: None, at: Instant::now() })))
     }
 
     /// Asks the broker for the topic every [`EVERY`], through the producer's own connection;
     /// the partition count it learns is also the one the producer's rotation uses
     /// (`crate::partitions`), so nothing asks the broker twice.
-    pub async fn keep(self: Arc<Readiness>, publisher: Publisher) {
+    pub(crate) async fn keep(self: Arc<Readiness>, publisher: Publisher) {
         let mut was_ready = None;
         loop {
             let p = publisher.clone();
@@ -64,7 +64,7 @@ impl Readiness {
         }
     }
 
-    pub fn answer(&self) -> HttpResponse {
+    pub(crate) fn answer(&self) -> HttpResponse {
         let s = **self.0.load();
         match s.partitions {
             Some(n) if s.at.elapsed() < STALE => HttpResponse::Ok().json(json!({ "status": "ready", "partitions": n })),

@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 #[derive(Default)]
-pub struct Slot(Mutex<Option<Entry>>);
+pub(crate) struct Slot(Mutex<Option<Entry>>);
 
 /// A slot's entry. Never contended (the disruptor hands a slot to one side at a time); a
 /// poisoned lock still holds a consistent `Option`, so take it rather than panic.
@@ -72,12 +72,12 @@ impl Counts {
 
 /// The ring is full (or has fewer free slots than a batch needs).
 #[derive(Debug)]
-pub struct RingFull;
+pub(crate) struct RingFull;
 
 /// One producer handle. Each HTTP worker owns a clone; the ring shuts down (after draining
 /// every published entry and sending what it gathered) when the last clone is dropped.
 #[derive(Clone)]
-pub struct Ring {
+pub(crate) struct Ring {
     // Dropped first: the last producer handle tells the consumer to finish...
     producer: MultiProducer<Slot, SingleConsumerBarrier>,
     counts: Arc<Counts>,
@@ -101,17 +101,17 @@ impl Drop for Joiner {
 /// Says when the ring consumer has drained the ring and handed everything to librdkafka. The
 /// shutdown waits for it before the producer's last flush: dropping one ring handle is not enough,
 /// because actix's workers may drop theirs after the server has said it stopped.
-pub struct Drained(std::sync::mpsc::Receiver<()>);
+pub(crate) struct Drained(std::sync::mpsc::Receiver<()>);
 
 impl Drained {
     /// Waits at most `timeout`; true when the consumer has finished.
-    pub fn wait(&self, timeout: Duration) -> bool {
+    pub(crate) fn wait(&self, timeout: Duration) -> bool {
         matches!(self.0.recv_timeout(timeout), Err(std::sync::mpsc::RecvTimeoutError::Disconnected) | Ok(()))
     }
 }
 
 /// How the ring consumer gathers and sleeps.
-pub struct RingOptions {
+pub(crate) struct RingOptions {
     pub size: usize,
     pub max_bytes: u64,
     pub idle_sleep_max: Duration,
@@ -126,7 +126,7 @@ pub struct RingOptions {
 impl Ring {
     /// A ring of `size` slots holding at most `max_bytes` of records, drained by a thread that
     /// gathers them into records for `publisher`; and what says when that thread has finished.
-    pub fn start(opts: RingOptions, publisher: impl Publish) -> std::io::Result<(Ring, Drained)> {
+    pub(crate) fn start(opts: RingOptions, publisher: impl Publish) -> std::io::Result<(Ring, Drained)> {
         gauge!(catalog::INGEST_RING_CAPACITY).set(opts.size as f64);
         gauge!(catalog::INGEST_RING_CAPACITY_BYTES).set(opts.max_bytes as f64);
         let counts = Arc::new(Counts { max_bytes: opts.max_bytes, ..Counts::default() });
@@ -144,7 +144,7 @@ impl Ring {
     }
 
     /// Puts all entries in the ring or none of them, so a 503 never leaves half a batch behind.
-    pub fn try_put_all(&mut self, entries: Vec<Entry>) -> Result<(), RingFull> {
+    pub(crate) fn try_put_all(&mut self, entries: Vec<Entry>) -> Result<(), RingFull> {
         let n = entries.len();
         let bytes: u64 = entries.iter().map(Entry::bytes).sum();
         if !self.counts.reserve(bytes) {

@@ -33,7 +33,7 @@ use time::OffsetDateTime;
 use tokio::sync::oneshot;
 
 /// Each HTTP worker's own ring producer handle (workers are single-threaded).
-pub struct WorkerRing(pub RefCell<Ring>);
+pub(crate) struct WorkerRing(pub RefCell<Ring>);
 
 /// Syntax errors are 400 with line and column; well-formed JSON of the wrong shape is 422.
 fn json_error(e: serde_json::Error) -> ApiError {
@@ -146,7 +146,7 @@ fn key_of<'a>(req: &HttpRequest, limits: &'a KeyLimits) -> Key<'a> {
 }
 
 #[allow(clippy::too_many_arguments)] // actix extractors: each is one piece of request state
-pub async fn post_message(
+pub(crate) async fn post_message(
     req: HttpRequest,
     payload: web::Payload,
     cfg: web::Data<IngestConfig>,
@@ -169,7 +169,7 @@ pub async fn post_message(
 }
 
 #[allow(clippy::too_many_arguments)] // as for `post_message`
-pub async fn post_batch(
+pub(crate) async fn post_batch(
     req: HttpRequest,
     payload: web::Payload,
     cfg: web::Data<IngestConfig>,
@@ -246,20 +246,20 @@ fn batch_error(cfg: &IngestConfig, e: BatchError) -> ApiError {
     }
 }
 
-pub async fn healthz() -> HttpResponse {
+pub(crate) async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(telemetry::health())
 }
 
-pub async fn readyz(ready: web::Data<crate::ready::Readiness>) -> HttpResponse {
+pub(crate) async fn readyz(ready: web::Data<crate::ready::Readiness>) -> HttpResponse {
     ready.answer()
 }
 
-pub async fn metrics(handle: web::Data<metrics_exporter_prometheus::PrometheusHandle>) -> HttpResponse {
+pub(crate) async fn metrics(handle: web::Data<metrics_exporter_prometheus::PrometheusHandle>) -> HttpResponse {
     HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(handle.render())
 }
 
 /// Catch-all: unknown paths and methods get the same JSON error shape.
-pub async fn not_found(req: HttpRequest) -> HttpResponse {
+pub(crate) async fn not_found(req: HttpRequest) -> HttpResponse {
     ApiError::new(StatusCode::NOT_FOUND, "not_found", format!("no route for {} {}", req.method(), req.path()))
         .error_response()
 }

@@ -26,12 +26,12 @@ use tracing::Instrument;
 
 /// How many messages a response accepted (set by the handlers on a 202).
 #[derive(Debug, Clone, Copy)]
-pub struct Accepted(pub usize);
+pub(crate) struct Accepted(pub usize);
 
 static SEEN: AtomicU64 = AtomicU64::new(0);
 
 /// Observes one request: its span, its metrics, its access-log line.
-pub async fn observe(
+pub(crate) async fn observe(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {

@@ -1,5 +1,8 @@
 //! Black-box tests of the ingest through a spawned app on a random port, against the real
 //! tansu broker (or, for the failure cases, a broker address where nothing listens).
+//!
+//! One file past ~400 lines on purpose: every answer of the API's routes is tested here, side by
+//! side (the edge's limits and keys are in edge.rs).
 
 use clap::Parser;
 use ingest::config::IngestConfig;

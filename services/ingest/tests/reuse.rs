@@ -92,7 +92,10 @@ async fn settled(ns: &Namespace, ports: &[u16]) {
         if owned == want {
             return;
         }
-        assert!(std::time::Instant::now() < deadline, "writers on {ports:?} own {owned} of {want} partitions after 90 s");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "writers on {ports:?} own {owned} of {want} partitions after 90 s"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }

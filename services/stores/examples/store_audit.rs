@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 async fn main() -> anyhow::Result<()> {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let usage = || anyhow::anyhow!("usage: store_audit <store> fill N | audit [pid] | drop");
-    let kind: StoreKind = clap::ValueEnum::from_str(argv.first().ok_or_else(usage)?, true)
-        .map_err(|e| anyhow::anyhow!("store: {e}"))?;
+    let kind: StoreKind =
+        clap::ValueEnum::from_str(argv.first().ok_or_else(usage)?, true).map_err(|e| anyhow::anyhow!("store: {e}"))?;
     let mut args = StoreArgs::from_env();
     pipeline_stores::isolate(&mut args, "t_scale", pipeline_stores::Slot::Tests).await?;
     let store = pipeline_stores::connect(&args, &[kind]).await?.remove(0);

@@ -7,13 +7,15 @@
 //! [`Backend`] and `Store` implementations and error classification in `store.rs`, its test
 //! fixture in `fixture.rs`); [`registry`] is the only place that names them all. The ingest does not depend on this crate, so it links no database driver.
 #![forbid(unsafe_code)]
+// Visibility says who uses an item: `pub` only for what another crate reads.
+#![warn(unreachable_pub)]
 
 pub mod es;
 pub mod isolate;
 pub mod mongo;
 pub mod mysql;
 pub mod redis;
-pub mod registry;
+mod registry;
 
 #[cfg(feature = "fixture")]
 pub use registry::isolate;

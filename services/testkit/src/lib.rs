@@ -4,6 +4,8 @@
 //! The tests talk to the real servers that `scripts/stack up` starts. A missing server is a
 //! failed test with the server's name in the message, never a skipped one.
 #![forbid(unsafe_code)]
+// Visibility says who uses an item: `pub` only for what another crate reads.
+#![warn(unreachable_pub)]
 
 use pipeline_common::config::KafkaArgs;
 use pipeline_stores::StoreArgs;

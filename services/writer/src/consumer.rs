@@ -28,7 +28,7 @@ use tracing::Instrument;
 /// One record decoded out of librdkafka's buffers (one message, or a batch request's array:
 /// `pipeline_common::record`), stamped with the assignment epoch of its partition at the moment
 /// it was pulled.
-pub struct Record {
+pub(crate) struct Record {
     pub partition: i32,
     pub offset: i64,
     pub epoch: Epoch,
@@ -154,7 +154,7 @@ fn commit<C: Consumer<Ctx>>(
     }
 }
 
-pub struct BatchConsumer {
+pub(crate) struct BatchConsumer {
     id: usize,
     cfg: Arc<WriterConfig>,
     consumer: StreamConsumer<Ctx>,
@@ -164,7 +164,7 @@ pub struct BatchConsumer {
 }
 
 impl BatchConsumer {
-    pub fn new(id: usize, cfg: Arc<WriterConfig>, driver: Arc<Driver<Dlq>>, dlq: Dlq) -> anyhow::Result<Self> {
+    pub(crate) fn new(id: usize, cfg: Arc<WriterConfig>, driver: Arc<Driver<Dlq>>, dlq: Dlq) -> anyhow::Result<Self> {
         let tracker = Shared::default();
         let ctx = Ctx { id, topic: cfg.kafka.topic.clone(), tracker: tracker.clone() };
         let mut config = client_config(&cfg.kafka);
@@ -185,7 +185,7 @@ impl BatchConsumer {
     /// writes, commits what is stored (synchronously) and returns. Returns `Err` when a batch
     /// can never be stored (a store adapter panicked): the caller must exit non-zero so a
     /// supervisor restarts the process; nothing past that batch is committed.
-    pub async fn run(self, stop: CancellationToken) -> anyhow::Result<()> {
+    pub(crate) async fn run(self, stop: CancellationToken) -> anyhow::Result<()> {
         let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Completion>();
         let grace = self.cfg.shutdown_grace();
         // Fires `grace` after the stop signal: bounds a write stuck behind a store outage.

@@ -35,7 +35,7 @@ use std::time::Duration;
 use tokio::sync::OnceCell;
 
 #[derive(Clone)]
-pub struct Dlq {
+pub(crate) struct Dlq {
     config: ClientConfig,
     /// Created by the first dead letter (see the module docs).
     producer: Arc<OnceCell<FutureProducer>>,
@@ -45,7 +45,7 @@ pub struct Dlq {
 impl Dlq {
     /// Checks the producer settings with librdkafka (a typo fails the start, not the first dead
     /// letter) without starting a producer.
-    pub fn new(kafka: &KafkaArgs, topic: &str) -> anyhow::Result<Dlq> {
+    pub(crate) fn new(kafka: &KafkaArgs, topic: &str) -> anyhow::Result<Dlq> {
         let config = producer_config(kafka);
         let _checked: NativeClientConfig = config.create_native_config()?;
         Ok(Dlq { config, producer: Arc::new(OnceCell::new()), topic: topic.to_string() })
@@ -58,7 +58,7 @@ impl Dlq {
 
     /// A record, or one item of a batch record, that is not a valid message (keyed by where it
     /// was; with its id header when it parsed as a message but failed validation).
-    pub async fn send_undecodable(&self, partition: i32, offset: i64, item: &BadItem) {
+    pub(crate) async fn send_undecodable(&self, partition: i32, offset: i64, item: &BadItem) {
         let key = match item.index {
             None => format!("{partition}:{offset}"),
             Some(i) => format!("{partition}:{offset}:{i}"),

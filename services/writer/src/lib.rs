@@ -4,6 +4,8 @@
 //! kafka ([`consumer`]) → [`driver`] (write policy, pools, retry) → stores (`pipeline_stores`);
 //! [`tracker`] decides what may be committed, [`dlq`] takes what can never be written.
 #![forbid(unsafe_code)]
+// Visibility says who uses an item: `pub` only for what another crate reads.
+#![warn(unreachable_pub)]
 
 pub mod config;
 pub(crate) mod consumer;

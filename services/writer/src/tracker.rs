@@ -22,7 +22,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// One assignment of one partition to this consumer.
-pub type Epoch = u64;
+pub(crate) type Epoch = u64;
 
 #[derive(Debug)]
 struct Segment {
@@ -45,14 +45,14 @@ struct Part {
 }
 
 #[derive(Debug, Default)]
-pub struct Tracker {
+pub(crate) struct Tracker {
     parts: HashMap<i32, Part>,
     last_epoch: Epoch,
 }
 
 impl Tracker {
     /// The partition is now ours: a new epoch with nothing in flight.
-    pub fn assign(&mut self, partition: i32) -> Epoch {
+    pub(crate) fn assign(&mut self, partition: i32) -> Epoch {
         self.last_epoch += 1;
         let part =
             Part { epoch: self.last_epoch, queue: VecDeque::new(), stored_upto: None, requested: None, acked: None };
@@ -63,29 +63,29 @@ impl Tracker {
     /// The partition is no longer ours (revoked or lost): forget it. Its batches still in the
     /// pools finish unobserved; whatever was not committed is redelivered to the next owner and
     /// rewritten idempotently.
-    pub fn revoke(&mut self, partition: i32) {
+    pub(crate) fn revoke(&mut self, partition: i32) {
         self.parts.remove(&partition);
     }
 
     /// Forgets every partition (a failed rebalance unassigns them all).
-    pub fn revoke_all(&mut self) {
+    pub(crate) fn revoke_all(&mut self) {
         self.parts.clear();
     }
 
     /// How many partitions are assigned to us.
-    pub fn assigned(&self) -> usize {
+    pub(crate) fn assigned(&self) -> usize {
         self.parts.len()
     }
 
     /// The current epoch of a partition, `None` when it is not assigned to us.
-    pub fn epoch(&self, partition: i32) -> Option<Epoch> {
+    pub(crate) fn epoch(&self, partition: i32) -> Option<Epoch> {
         self.parts.get(&partition).map(|p| p.epoch)
     }
 
     /// Records that `batch` holds records of `partition`, pulled in `epoch`, up to offset `last`.
     /// Batches must be added in the order they were polled. Returns false, and tracks nothing,
     /// when that epoch is over: the caller must then not write those records.
-    pub fn add(&mut self, partition: i32, epoch: Epoch, batch: u64, last: i64) -> bool {
+    pub(crate) fn add(&mut self, partition: i32, epoch: Epoch, batch: u64, last: i64) -> bool {
         match self.parts.get_mut(&partition) {
             Some(p) if p.epoch == epoch => {
                 p.queue.push_back(Segment { batch, last, done: false });
@@ -97,7 +97,7 @@ impl Tracker {
 
     /// Marks `batch` complete in every partition it touched (partitions revoked meanwhile are
     /// gone and stay gone).
-    pub fn complete(&mut self, batch: u64) {
+    pub(crate) fn complete(&mut self, batch: u64) {
         for p in self.parts.values_mut() {
             if let Some(seg) = p.queue.iter_mut().find(|s| s.batch == batch) {
                 seg.done = true;
@@ -117,13 +117,13 @@ impl Tracker {
 
     /// Offsets to commit now (Kafka's convention: the next record to read): every assigned
     /// partition whose stored prefix moved past what was already asked for. Marks them asked.
-    pub fn to_commit(&mut self) -> BTreeMap<i32, i64> {
+    pub(crate) fn to_commit(&mut self) -> BTreeMap<i32, i64> {
         self.stored_past(|p| p.requested)
     }
 
     /// Offsets for a final, synchronous commit: every assigned partition's stored prefix that
     /// Kafka has not acknowledged yet, whether or not an asynchronous commit asked for it.
-    pub fn to_commit_finally(&mut self) -> BTreeMap<i32, i64> {
+    pub(crate) fn to_commit_finally(&mut self) -> BTreeMap<i32, i64> {
         self.stored_past(|p| p.acked)
     }
 
@@ -144,7 +144,7 @@ impl Tracker {
     /// Kafka acknowledged a commit of `offset` for `partition`. Returns true when this moved the
     /// partition's acknowledged offset (a late acknowledgement for an earlier epoch or a smaller
     /// offset changes nothing).
-    pub fn acked(&mut self, partition: i32, offset: i64) -> bool {
+    pub(crate) fn acked(&mut self, partition: i32, offset: i64) -> bool {
         match self.parts.get_mut(&partition) {
             Some(p) if p.acked.is_none_or(|a| offset > a) && p.requested.is_some_and(|r| offset <= r) => {
                 p.acked = Some(offset);
@@ -155,14 +155,14 @@ impl Tracker {
     }
 
     /// A commit for `partition` failed: ask again on the next [`Tracker::to_commit`].
-    pub fn commit_failed(&mut self, partition: i32) {
+    pub(crate) fn commit_failed(&mut self, partition: i32) {
         if let Some(p) = self.parts.get_mut(&partition) {
             p.requested = p.acked;
         }
     }
 
     /// Batch segments still waiting for a store write.
-    pub fn pending(&self) -> usize {
+    pub(crate) fn pending(&self) -> usize {
         self.parts.values().map(|p| p.queue.len()).sum()
     }
 }

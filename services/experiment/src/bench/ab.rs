@@ -28,14 +28,14 @@ use std::time::{Duration, Instant};
 use tracing::info;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Part {
+pub(crate) enum Part {
     Ingest,
     Pipeline,
     Writer,
 }
 
 #[derive(clap::Args, Debug, Clone)]
-pub struct AbArgs {
+pub(crate) struct AbArgs {
     /// Folder of build A: its ingest, writer and reconcile (e.g. target/release copied on the old commit).
     pub a: PathBuf,
     /// Folder of build B (may be the same folder, with other --b-args).
@@ -98,7 +98,7 @@ struct Ab<'a> {
 }
 
 /// Runs the pairs, printing and keeping one line per run.
-pub async fn run(args: &AbArgs) -> anyhow::Result<bool> {
+pub(crate) async fn run(args: &AbArgs) -> anyhow::Result<bool> {
     if args.load == LoadKind::Open {
         bail!("--load is closed or batch");
     }

@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use tracing::info;
 
 #[derive(clap::Args, Debug, Clone)]
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     /// Single POSTs: closed-loop virtual users (the reference's protocol).
     #[arg(long, default_value_t = 250)]
     pub vus: u32,
@@ -90,7 +90,7 @@ pub(crate) struct Settings {
 }
 
 /// Runs the bench (or only prints a finished one's table); true when both pipeline runs were valid.
-pub async fn run(args: &BenchArgs) -> anyhow::Result<bool> {
+pub(crate) async fn run(args: &BenchArgs) -> anyhow::Result<bool> {
     if let Some(dir) = &args.table {
         print!("{}", table::render(dir)?);
         return Ok(true);

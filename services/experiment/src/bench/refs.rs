@@ -27,7 +27,7 @@ pub(super) struct Refs<'a> {
 impl Refs<'_> {
     /// k6 against the null-202 server: single POSTs, then batch POSTs, the same scripts and id
     /// log as the pipeline runs, so the only difference is what answers.
-    pub async fn null_202(&self, args: &BenchArgs) -> anyhow::Result<()> {
+    pub(super) async fn null_202(&self, args: &BenchArgs) -> anyhow::Result<()> {
         let (server, base) = self.start_null(args).await?;
         let dur = ("DURATION", args.duration.clone());
         info!("reference: null 202, single POSTs at {} VUs, {}", args.vus, args.duration);
@@ -60,7 +60,7 @@ impl Refs<'_> {
 
     /// The latency references at `rate` requests/s, open loop: k6 against the null-202 server
     /// (`null-open`), and the broker's own produce acknowledgement (`broker-latency`).
-    pub async fn latency(&self, args: &BenchArgs, rate: u32) -> anyhow::Result<()> {
+    pub(super) async fn latency(&self, args: &BenchArgs, rate: u32) -> anyhow::Result<()> {
         let (server, base) = self.start_null(args).await?;
         info!("reference: null 202, open loop at {rate} requests/s, {}", args.duration);
         let vars = [
@@ -113,7 +113,7 @@ impl Refs<'_> {
 
     /// Every store's server, then the broker, each driven by our own client code with the
     /// server's CPU read around it.
-    pub async fn servers_alone(&self, args: &BenchArgs) -> anyhow::Result<()> {
+    pub(super) async fn servers_alone(&self, args: &BenchArgs) -> anyhow::Result<()> {
         let batches = (args.records / args.batch.max(1)).max(1);
         let (batch, in_flight) = (args.batch.to_string(), args.in_flight.to_string());
         for kind in StoreKind::ALL {

@@ -15,14 +15,14 @@ use std::time::Duration;
 
 /// What to signal: a whole process group, or single pids.
 #[derive(Debug, Clone)]
-pub enum Target {
+pub(super) enum Target {
     Group(i32),
     Pids(Vec<i32>),
 }
 
 impl Target {
     /// The processes of the server whose main pid is `pid`.
-    pub fn of(pid: u32) -> Option<Target> {
+    pub(super) fn of(pid: u32) -> Option<Target> {
         let pid = i32::try_from(pid).ok()?;
         let stat = procfs::process::Process::new(pid).ok()?.stat().ok()?;
         if stat.pgrp == pid {
@@ -52,7 +52,7 @@ impl Target {
         }
     }
 
-    pub fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         match self {
             Target::Group(g) => format!("process group {g}"),
             Target::Pids(p) => format!("pids {p:?}"),
@@ -61,7 +61,7 @@ impl Target {
 }
 
 /// A frozen server; thawed when [`Frozen::thaw`] is called or when dropped.
-pub struct Frozen {
+pub(super) struct Frozen {
     target: Target,
     watchdog: Option<std::process::Child>,
     thawed: bool,
@@ -69,7 +69,7 @@ pub struct Frozen {
 
 impl Frozen {
     /// SIGSTOPs `target`, with a watchdog that sends SIGCONT after `longest` in any case.
-    pub fn freeze(target: Target, longest: Duration) -> Result<Frozen, String> {
+    pub(super) fn freeze(target: Target, longest: Duration) -> Result<Frozen, String> {
         let script = format!("sleep {}; kill {} 2>/dev/null", longest.as_secs().max(1), target.cont_args());
         let watchdog = Command::new("setsid")
             .args(["sh", "-c", &script])
@@ -86,7 +86,7 @@ impl Frozen {
     }
 
     /// SIGCONT, and the watchdog is no longer needed.
-    pub fn thaw(mut self) {
+    pub(super) fn thaw(mut self) {
         self.thaw_now();
     }
 

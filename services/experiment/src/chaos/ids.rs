@@ -16,7 +16,7 @@ fn read_ids(path: &Path) -> Option<Vec<String>> {
 }
 
 /// Runs the final reconcile of the stage into `reconcile.json`; its exit code.
-pub async fn reconcile(stage: &mut Stage<'_>) -> Option<i32> {
+pub(super) async fn reconcile(stage: &mut Stage<'_>) -> Option<i32> {
     let dir = stage.dir.clone();
     let mut summaries: Vec<String> = std::fs::read_dir(&dir)
         .map(|d| d.flatten().filter_map(|e| e.file_name().into_string().ok()).collect())

@@ -12,26 +12,27 @@
 //! k6 summaries and id logs, expected id files, reconcile JSON, monitor samples, /metrics
 //! snapshots, scenario.json (events, checks, notes), row.json, process logs; OUT/table.txt.
 
-mod catalogue;
 mod freeze;
 mod ids;
 mod monitor;
 mod poison;
 mod record;
 mod scenarios;
+mod sizes;
 mod stage;
 mod verdict;
 
+use crate::faults::Scenario;
 use anyhow::Context;
-use catalogue::{Scenario, Sizes};
 use pipeline_common::config::KafkaArgs;
 use pipeline_stores::StoreArgs;
+use sizes::Sizes;
 use std::path::PathBuf;
 use std::time::Duration;
 use tracing::info;
 
 #[derive(clap::Args, Debug, Clone)]
-pub struct ChaosArgs {
+pub(crate) struct ChaosArgs {
     /// Scenarios, comma separated: names, `freeze` (every freeze-STORE), `wipe` (every
     /// wipe-STORE) or `all`. `experiment chaos --list` prints them.
     #[arg(long, value_delimiter = ',', default_value = "all")]
@@ -70,7 +71,7 @@ pub struct ChaosArgs {
 }
 
 /// Everything the scenarios share.
-pub struct Setting {
+pub(crate) struct Setting {
     pub root: PathBuf,
     /// A private copy of the binaries: a rebuild of the shared target folder must not swap them
     /// mid-run.
@@ -90,7 +91,7 @@ pub struct Setting {
 }
 
 /// Runs the selected scenarios; true when every verdict is exact and every check passed.
-pub async fn run(args: &ChaosArgs) -> Result<bool, crate::run::RunError> {
+pub(crate) async fn run(args: &ChaosArgs) -> Result<bool, crate::run::RunError> {
     let selected = Scenario::select(&args.scenarios).map_err(|e| anyhow::anyhow!(e))?;
     if args.list {
         for s in Scenario::all() {

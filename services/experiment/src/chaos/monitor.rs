@@ -37,13 +37,13 @@ const FAMILIES: [&str; 11] = [
 ];
 
 /// Seconds since the epoch: the clock of the samples, and of the events they are set against.
-pub fn now() -> f64 {
+pub(super) fn now() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
 /// One sample. A sample whose broker calls failed has no offsets (`error` says why).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Sample {
+pub(super) struct Sample {
     pub t: f64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub committed: Vec<i64>,
@@ -58,18 +58,18 @@ pub struct Sample {
 
 impl Sample {
     /// Both offsets were read.
-    pub fn has_offsets(&self) -> bool {
+    pub(super) fn has_offsets(&self) -> bool {
         !self.committed.is_empty() && self.committed.len() == self.high.len()
     }
 
     /// Records produced and not yet committed, over all partitions.
-    pub fn lag(&self) -> i64 {
+    pub(super) fn lag(&self) -> i64 {
         self.high.iter().sum::<i64>() - self.committed.iter().sum::<i64>()
     }
 }
 
 /// A running monitor; [`Monitor::stop`] ends it.
-pub struct Monitor {
+pub(super) struct Monitor {
     stop: watch::Sender<bool>,
     task: JoinHandle<()>,
     samples: Arc<Mutex<Vec<Sample>>>,
@@ -78,7 +78,7 @@ pub struct Monitor {
 impl Monitor {
     /// Samples `kafka`'s group and topic and the writers on `writers` (ports on 127.0.0.1)
     /// into `out`, every `every`.
-    pub fn start(kafka: &KafkaArgs, out: &Path, writers: Vec<u16>, every: Duration) -> anyhow::Result<Monitor> {
+    pub(super) fn start(kafka: &KafkaArgs, out: &Path, writers: Vec<u16>, every: Duration) -> anyhow::Result<Monitor> {
         let probe = Arc::new(GroupProbe::new(kafka, &kafka.group, &kafka.topic)?);
         let http = reqwest::Client::builder().timeout(Duration::from_secs(1)).build()?;
         let mut file = std::fs::OpenOptions::new().create(true).append(true).open(out)?;
@@ -106,11 +106,11 @@ impl Monitor {
     }
 
     /// The samples so far that carry offsets (as [`super::verdict::load_samples`] reads them back).
-    pub fn samples(&self) -> Vec<Sample> {
+    pub(super) fn samples(&self) -> Vec<Sample> {
         self.samples.lock().map(|v| v.iter().filter(|s| s.has_offsets()).cloned().collect()).unwrap_or_default()
     }
 
-    pub async fn stop(self) {
+    pub(super) async fn stop(self) {
         let _ = self.stop.send(true);
         let _ = self.task.await;
     }

@@ -22,13 +22,13 @@ const SENT_AT: &str = "2026-01-01T00:00:00.000Z";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Expect {
+pub(super) enum Expect {
     Valid,
     Invalid,
     Either,
 }
 
-pub struct Case {
+pub(super) struct Case {
     pub name: String,
     pub route: &'static str,
     pub body: Vec<u8>,
@@ -86,7 +86,7 @@ impl Corpus {
 }
 
 /// The whole corpus; every id starts with `prefix`.
-pub fn corpus(prefix: &str) -> Vec<Case> {
+pub(super) fn corpus(prefix: &str) -> Vec<Case> {
     use Expect::*;
     let mut c = Corpus { prefix: prefix.into(), cases: Vec::new() };
     let with = |c: &Corpus, tag: &str, key: &str, v: Value| {
@@ -217,7 +217,7 @@ fn token(m: &Value) -> Option<String> {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Outcome {
+pub(super) struct Outcome {
     pub case: String,
     pub route: &'static str,
     pub bytes: usize,
@@ -232,14 +232,14 @@ pub struct Outcome {
 
 /// The id sets of a corpus run, for reconcile.
 #[derive(Debug, Default)]
-pub struct Ids {
+pub(super) struct Ids {
     pub accepted: Vec<String>,
     pub uncertain: Vec<String>,
     pub refused: Vec<String>,
 }
 
 /// Sends every case to `base` (one request each, in order) and judges the answers.
-pub async fn send(
+pub(super) async fn send(
     http: &reqwest::Client,
     base: &str,
     token_header: Option<&str>,
@@ -328,7 +328,7 @@ pub async fn send(
 }
 
 /// Writes `poison.json` and the id files `poison-{accepted,uncertain,refused}.ids`.
-pub fn write(dir: &Path, outcomes: &[Outcome], ids: &Ids) -> std::io::Result<()> {
+pub(super) fn write(dir: &Path, outcomes: &[Outcome], ids: &Ids) -> std::io::Result<()> {
     std::fs::write(dir.join("poison.json"), serde_json::to_string_pretty(outcomes).unwrap_or_default())?;
     for (class, list) in [("accepted", &ids.accepted), ("uncertain", &ids.uncertain), ("refused", &ids.refused)] {
         let text: String = list.iter().filter(|i| !i.contains('\n')).map(|i| format!("{i}\n")).collect();

@@ -7,14 +7,14 @@ use serde::{Deserialize, Serialize};
 /// records from the ingest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Progress {
+pub(super) enum Progress {
     Consume,
     Produce,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum EventKind {
+pub(super) enum EventKind {
     FaultStart,
     /// The fault is over; `progress` says what recovery means.
     FaultEnd,
@@ -27,7 +27,7 @@ pub enum EventKind {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Event {
+pub(super) struct Event {
     /// Seconds since the epoch, as the monitor's samples.
     pub t: f64,
     pub kind: EventKind,
@@ -37,7 +37,7 @@ pub struct Event {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Check {
+pub(super) struct Check {
     pub ok: bool,
     pub check: String,
     #[serde(default)]
@@ -46,7 +46,7 @@ pub struct Check {
 
 /// What a scenario did (`scenario.json`), beside its reconcile and monitor files.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Record {
+pub(super) struct Record {
     pub scenario: String,
     pub faults: String,
     pub events: Vec<Event>,
@@ -57,7 +57,7 @@ pub struct Record {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Recovery {
+pub(super) struct Recovery {
     pub fault: String,
     pub progress: Progress,
     pub recover_s: Option<f64>,

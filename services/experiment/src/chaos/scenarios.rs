@@ -1,10 +1,10 @@
 //! The scenarios' bodies: what each does to the pipeline, and when. Each returns early with
 //! [`Abort`] when a step fails; [`Stage::finish`] then judges what there is.
 
-use super::catalogue::Scenario;
 use super::freeze::{Frozen, Target};
 use super::stage::{nap, Abort, Stage, Step, DRAIN_S};
 use super::verdict::{EventKind, Progress};
+use crate::faults::Scenario;
 use pipeline_stores::StoreKind;
 use std::time::Duration;
 use tracing::info;
@@ -12,7 +12,7 @@ use tracing::info;
 /// The ingest is restarted this long after it is killed.
 const INGEST_RESTART_S: u64 = 2;
 
-pub async fn run(stage: &mut Stage<'_>, scenario: Scenario) -> Step {
+pub(super) async fn run(stage: &mut Stage<'_>, scenario: Scenario) -> Step {
     match scenario {
         Scenario::WriterKill => writer_kill(stage).await,
         Scenario::Rebalance => rebalance(stage).await,
@@ -199,7 +199,7 @@ async fn wipe(st: &mut Stage<'_>, store: StoreKind) -> Step {
 impl Stage<'_> {
     /// A wipe's repair: reconcile must first see the loss (else the scenario proved nothing),
     /// then `reconcile repair` rebuilds the store, and a second repair has nothing to do.
-    pub async fn repair_store(&mut self, store: StoreKind) {
+    pub(super) async fn repair_store(&mut self, store: StoreKind) {
         let (code, before) = self.count_load("before-repair").await;
         let lost = before["classes"][format!("missing from {store}")]["total"].as_u64().unwrap_or(0);
         let seen = code == Some(1) && lost > 0;
@@ -242,7 +242,7 @@ async fn dlq_replay(st: &mut Stage<'_>) -> Step {
     Ok(())
 }
 
-async fn dlq_replay_steps(st: &mut Stage<'_>, z: super::catalogue::Sizes) -> Step {
+async fn dlq_replay_steps(st: &mut Stage<'_>, z: super::sizes::Sizes) -> Step {
     st.start_writer("w1", 0).await?;
     st.start_ingest().await?;
     st.record.faults = "MySQL sender VARCHAR(6) (refuses most k6 senders); widened; reconcile dlq replay".into();

@@ -18,7 +18,7 @@ use tracing::{info, warn};
 
 /// Why a scenario stopped early; it is also a failed check of the scenario.
 #[derive(Debug)]
-pub struct Abort(pub String);
+pub(super) struct Abort(pub String);
 
 impl std::fmt::Display for Abort {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -26,17 +26,17 @@ impl std::fmt::Display for Abort {
     }
 }
 
-pub type Step = Result<(), Abort>;
+pub(super) type Step = Result<(), Abort>;
 
 /// Longest wait for the pipeline to drain before one of the scenario's reconciles gives up.
-pub const DRAIN_S: &str = "180";
+pub(super) const DRAIN_S: &str = "180";
 
 /// A pause that an interrupt of the whole run cuts short (the run's future is dropped).
-pub async fn nap(secs: u64) {
+pub(super) async fn nap(secs: u64) {
     tokio::time::sleep(Duration::from_secs(secs)).await;
 }
 
-pub struct Stage<'a> {
+pub(super) struct Stage<'a> {
     pub set: &'a Setting,
     pub dir: PathBuf,
     pub kafka: KafkaArgs,
@@ -56,7 +56,7 @@ pub struct Stage<'a> {
 
 impl<'a> Stage<'a> {
     /// A new topic, group and dead-letter topic; the namespace's stores reset; the monitor on.
-    pub async fn begin(set: &'a Setting, name: &str) -> Result<Stage<'a>, Abort> {
+    pub(super) async fn begin(set: &'a Setting, name: &str) -> Result<Stage<'a>, Abort> {
         let dir = set.out.join(name);
         std::fs::create_dir_all(&dir).map_err(|e| Abort(format!("cannot create {}: {e}", dir.display())))?;
         let mut kafka = set.kafka.clone();
@@ -111,15 +111,15 @@ impl<'a> Stage<'a> {
         Ok(())
     }
 
-    pub fn is_aborted(&self) -> bool {
+    pub(super) fn is_aborted(&self) -> bool {
         self.aborted
     }
 
-    pub fn name(&self) -> &str {
+    pub(super) fn name(&self) -> &str {
         &self.record.scenario
     }
 
-    pub fn check(&mut self, ok: bool, what: &str, detail: &str) {
+    pub(super) fn check(&mut self, ok: bool, what: &str, detail: &str) {
         if !ok {
             warn!("{}: FAILED {what} {detail}", self.name());
         }
@@ -127,25 +127,25 @@ impl<'a> Stage<'a> {
     }
 
     /// Records why the scenario cannot go on, as a failed check.
-    pub fn abort(&mut self, why: String) -> Abort {
+    pub(super) fn abort(&mut self, why: String) -> Abort {
         self.check(false, "scenario aborted", &why);
         self.aborted = true;
         Abort(why)
     }
 
-    pub fn note(&mut self, text: String) {
+    pub(super) fn note(&mut self, text: String) {
         info!("{}: {text}", self.name());
         self.record.notes.push(text);
     }
 
-    pub fn event(&mut self, kind: EventKind, label: &str, progress: Option<Progress>) {
+    pub(super) fn event(&mut self, kind: EventKind, label: &str, progress: Option<Progress>) {
         self.last_event = now();
         self.record.events.push(Event { t: self.last_event, kind, label: label.into(), progress });
     }
 
     /// Until every partition that lagged at the last event has moved again (so the next fault
     /// does not land on an unfinished recovery), at most `secs`.
-    pub async fn wait_recovered(&mut self, secs: u64) {
+    pub(super) async fn wait_recovered(&mut self, secs: u64) {
         for _ in 0..secs {
             let samples = self.monitor.as_ref().map(Monitor::samples).unwrap_or_default();
             if verdict::recovery(&samples, self.last_event, Progress::Consume).is_some() {
@@ -159,7 +159,7 @@ impl<'a> Stage<'a> {
     /// Starts writer `name` on metrics port slot `slot`. As a supervisor would, a writer that
     /// exits before answering /healthz (it never joined the group, so there is no session to
     /// wait out) is started again after 2 s, at most 3 times; each such exit is a note.
-    pub async fn start_writer(&mut self, name: &str, slot: usize) -> Step {
+    pub(super) async fn start_writer(&mut self, name: &str, slot: usize) -> Step {
         let port = self.set.writer_ports[slot];
         let mut env = self.child_env.clone();
         env.push(("WRITER_METRICS_ADDR".into(), format!("127.0.0.1:{port}")));
@@ -196,7 +196,7 @@ impl<'a> Stage<'a> {
         Err(self.abort(format!("writer {name} did not answer /healthz on :{port}")))
     }
 
-    pub async fn start_ingest(&mut self) -> Step {
+    pub(super) async fn start_ingest(&mut self) -> Step {
         let mut env = self.child_env.clone();
         env.push(("INGEST_LISTEN".into(), format!("127.0.0.1:{}", self.set.ingest_port)));
         env.extend(crate::paths::lab_key_env(&self.set.root));
@@ -222,13 +222,13 @@ impl<'a> Stage<'a> {
     }
 
     /// SIGKILL a writer (the fault): it must have been alive until then.
-    pub async fn kill_writer(&mut self, name: &str) {
+    pub(super) async fn kill_writer(&mut self, name: &str) {
         let s = self.writers.remove(name);
         self.kill(name, s).await;
     }
 
     /// SIGKILL the ingest (the fault): it must have been alive until then.
-    pub async fn kill_ingest(&mut self) {
+    pub(super) async fn kill_ingest(&mut self) {
         let s = self.ingest.take();
         self.kill("ingest", s).await;
     }
@@ -251,7 +251,7 @@ impl<'a> Stage<'a> {
     }
 
     /// SIGTERM a writer and wait (a leave): true when it exited 0.
-    pub async fn stop_writer(&mut self, name: &str) -> (bool, String) {
+    pub(super) async fn stop_writer(&mut self, name: &str) -> (bool, String) {
         match self.writers.remove(name) {
             Some(s) => {
                 let how = s.stop(Duration::from_secs(45)).await;
@@ -262,7 +262,7 @@ impl<'a> Stage<'a> {
     }
 
     /// The boot id of the first writer and of the ingest.
-    pub async fn boot_ids(&self) -> (Option<String>, Option<String>) {
+    pub(super) async fn boot_ids(&self) -> (Option<String>, Option<String>) {
         let w = match self.writers.values().next() {
             Some(s) => procs::boot_id(&self.set.http, &s.base).await.ok(),
             None => None,
@@ -271,7 +271,7 @@ impl<'a> Stage<'a> {
     }
 
     /// `/metrics` of every running writer and the ingest, as `metrics-LABEL-NAME.txt`.
-    pub async fn snapshot(&self, label: &str) {
+    pub(super) async fn snapshot(&self, label: &str) {
         let mut targets: Vec<(String, String)> =
             self.writers.iter().map(|(n, s)| (n.clone(), s.base.clone())).collect();
         if self.ingest.is_some() {
@@ -287,7 +287,7 @@ impl<'a> Stage<'a> {
     }
 
     /// A k6 run in the background: summary `k6-TAG.json`, id log `k6-TAG.ids`.
-    pub fn k6_start(&mut self, tag: &str, script: &str, secs: u64, vars: &[(&str, String)]) -> Step {
+    pub(super) fn k6_start(&mut self, tag: &str, script: &str, secs: u64, vars: &[(&str, String)]) -> Step {
         let summary = self.dir.join(format!("k6-{tag}.json"));
         let ids = self.dir.join(format!("k6-{tag}.ids"));
         let mut env =
@@ -305,13 +305,13 @@ impl<'a> Stage<'a> {
     }
 
     /// The open loop at `rate` requests/s for `secs`.
-    pub fn open_loop(&mut self, tag: &str, secs: u64, rate: u32) -> Step {
+    pub(super) fn open_loop(&mut self, tag: &str, secs: u64, rate: u32) -> Step {
         let vars = [("RATE", rate.to_string()), ("PRE_VUS", "20".into()), ("MAX_VUS", "200".into())];
         self.k6_start(tag, "k6/open-loop.js", secs, &vars)
     }
 
     /// Waits for k6 run `tag`; it must have written its summary, which is returned.
-    pub async fn k6_wait(&mut self, tag: &str) -> Result<serde_json::Value, Abort> {
+    pub(super) async fn k6_wait(&mut self, tag: &str) -> Result<serde_json::Value, Abort> {
         let code = match self.k6.remove(tag) {
             Some(mut c) => c.wait().await.ok().and_then(|s| s.code()),
             None => None,
@@ -334,25 +334,25 @@ impl<'a> Stage<'a> {
     }
 
     /// `reconcile --json ARGS` with the scenario's environment, into `OUT.json` and `OUT.log`.
-    pub async fn reconcile(&self, args: &[&str], out: &str) -> Option<i32> {
+    pub(super) async fn reconcile(&self, args: &[&str], out: &str) -> Option<i32> {
         let (json, log) = (self.dir.join(format!("{out}.json")), self.dir.join(format!("{out}.log")));
         procs::reconcile(&self.set.bins, &self.child_env, args, &json, &log).await.unwrap_or(None)
     }
 
     /// The same, with its JSON answer (`Null` when it printed none).
-    pub async fn reconcile_json(&self, args: &[&str], out: &str) -> (Option<i32>, serde_json::Value) {
+    pub(super) async fn reconcile_json(&self, args: &[&str], out: &str) -> (Option<i32>, serde_json::Value) {
         let code = self.reconcile(args, out).await;
         (code, verdict::last_json(&self.dir.join(format!("{out}.json"))).unwrap_or_default())
     }
 
     /// `reconcile count` against the k6 run `load`, waiting for the drain, into `OUT.json`.
-    pub async fn count_load(&self, out: &str) -> (Option<i32>, serde_json::Value) {
+    pub(super) async fn count_load(&self, out: &str) -> (Option<i32>, serde_json::Value) {
         let summary = self.dir.join("k6-load.json").display().to_string();
         self.reconcile_json(&["--drain-timeout", DRAIN_S, "count", "--expect-from", &summary], out).await
     }
 
     /// Ends the scenario: the load, the reconcile, the processes' checks, the row.
-    pub async fn finish(mut self) -> Row {
+    pub(super) async fn finish(mut self) -> Row {
         let tags: Vec<String> = self.k6.keys().cloned().collect();
         for tag in tags {
             if self.aborted {

@@ -2,9 +2,11 @@
 //! checks (processes alive, exit codes, metrics that must move during a freeze, the backlog
 //! drained, the poison corpus's expectations) are counted apart. Everything here reads the
 //! scenario's files only, so a verdict can be recomputed from an evidence folder.
+//!
+//! One file past ~400 lines on purpose: every way a scenario can fail is read in one place.
 
 use super::monitor::Sample;
-pub use super::record::{Check, Event, EventKind, Progress, Record, Recovery};
+pub(super) use super::record::{Check, Event, EventKind, Progress, Record, Recovery};
 use pipeline_stores::StoreKind;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -13,7 +15,7 @@ use std::path::Path;
 
 /// One row of the table (`row.json`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Row {
+pub(super) struct Row {
     pub scenario: String,
     pub faults: String,
     pub accepted: Option<u64>,
@@ -36,7 +38,7 @@ pub struct Row {
 }
 
 /// The monitor's samples that carry offsets, in time order.
-pub fn load_samples(path: &Path) -> Vec<Sample> {
+pub(super) fn load_samples(path: &Path) -> Vec<Sample> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     text.lines().filter_map(|l| serde_json::from_str::<Sample>(l).ok()).filter(Sample::has_offsets).collect()
 }
@@ -49,7 +51,7 @@ fn at_or_before(samples: &[Sample], t: f64) -> Option<&Sample> {
 /// `Consume`, every partition that lagged at `t` had its committed offset move or had no lag
 /// left (a partition stuck behind a dead member counts even when the others progress).
 /// `samples` are those with offsets, in time order (as the monitor and `load_samples` give them).
-pub fn recovery(samples: &[Sample], t: f64, progress: Progress) -> Option<f64> {
+pub(super) fn recovery(samples: &[Sample], t: f64, progress: Progress) -> Option<f64> {
     let base = at_or_before(samples, t)?;
     let later: Vec<&Sample> = samples.iter().filter(|s| s.t > t).collect();
     if progress == Progress::Produce {
@@ -203,13 +205,13 @@ fn reconcile_verdict(row: &mut Row, rec: &Value) -> Vec<String> {
 }
 
 /// The last line of a reconcile `--json` output that parses.
-pub fn last_json(path: &Path) -> Option<Value> {
+pub(super) fn last_json(path: &Path) -> Option<Value> {
     let text = std::fs::read_to_string(path).ok()?;
     text.lines().rev().find_map(|l| serde_json::from_str::<Value>(l).ok())
 }
 
 /// The row of the scenario whose evidence is in `dir`.
-pub fn row(dir: &Path, record: &Record) -> Row {
+pub(super) fn row(dir: &Path, record: &Record) -> Row {
     let mut row = Row { scenario: record.scenario.clone(), faults: record.faults.clone(), ..Row::default() };
     let rec = last_json(&dir.join("reconcile.json"));
     let mut failures = match (&rec, &record.reconciled) {
@@ -326,7 +328,7 @@ fn count(v: Option<u64>, by: &BTreeMap<String, u64>) -> String {
 }
 
 /// The table of the rows, then each row's notes and failures.
-pub fn table(rows: &[Row]) -> String {
+pub(super) fn table(rows: &[Row]) -> String {
     let head = [
         "scenario",
         "faults injected",
@@ -377,7 +379,7 @@ pub fn table(rows: &[Row]) -> String {
 }
 
 /// Every verdict exact and every other check passed.
-pub fn all_passed(rows: &[Row]) -> bool {
+pub(super) fn all_passed(rows: &[Row]) -> bool {
     rows.iter().all(|r| r.verdict == "exact" && r.checks_ok)
 }
 

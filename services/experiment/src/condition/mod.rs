@@ -3,15 +3,15 @@
 //! valid by the same gates as any other, and the report names its condition. Only the writer's
 //! links go through the proxies; reconcile and the ingest reach the servers directly.
 
-pub mod proxy;
-pub mod spec;
+pub(crate) mod proxy;
+pub(crate) mod spec;
 
 use pipeline_stores::StoreArgs;
 use proxy::{Proxy, ProxyStats};
 use spec::StoreDelay;
 
 /// The proxies of one round, and the environment that points a writer through them.
-pub struct Conditions {
+pub(crate) struct Conditions {
     proxies: Vec<Proxy>,
     /// Store flags for the writer (the redirected URLs, or files holding them).
     pub writer_env: Vec<(String, String)>,
@@ -22,7 +22,7 @@ pub struct Conditions {
 
 impl Conditions {
     /// Starts one proxy per delayed store, in front of the server the environment names.
-    pub async fn start(delays: &[StoreDelay]) -> anyhow::Result<Conditions> {
+    pub(crate) async fn start(delays: &[StoreDelay]) -> anyhow::Result<Conditions> {
         if delays.is_empty() {
             return Ok(Conditions { proxies: Vec::new(), writer_env: Vec::new(), _secrets: None });
         }
@@ -38,7 +38,7 @@ impl Conditions {
         Ok(Conditions { proxies, writer_env, _secrets: Some(secrets) })
     }
 
-    pub fn stop(self) -> Vec<ProxyStats> {
+    pub(crate) fn stop(self) -> Vec<ProxyStats> {
         self.proxies.into_iter().map(Proxy::stop).collect()
     }
 }

@@ -27,7 +27,7 @@ const HELD_PER_CONNECTION: usize = 1024;
 
 /// What a proxy did, for the round's record.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct ProxyStats {
+pub(crate) struct ProxyStats {
     pub condition: String,
     pub connections: u64,
     pub chunks: u64,
@@ -85,14 +85,14 @@ impl Shaper {
 }
 
 /// A running proxy; dropping it stops it and every connection through it.
-pub struct Proxy {
+pub(crate) struct Proxy {
     shaper: Arc<Shaper>,
     tasks: JoinSet<()>,
 }
 
 impl Proxy {
     /// Forwards what `listener` accepts to `upstream` under `spec`.
-    pub fn start(spec: StoreDelay, listener: TcpListener, upstream: String) -> Proxy {
+    pub(crate) fn start(spec: StoreDelay, listener: TcpListener, upstream: String) -> Proxy {
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
@@ -132,7 +132,7 @@ impl Proxy {
         Proxy { shaper, tasks }
     }
 
-    pub fn stats(&self) -> ProxyStats {
+    pub(crate) fn stats(&self) -> ProxyStats {
         let n = &self.shaper.n;
         ProxyStats {
             condition: self.shaper.spec.to_string(),
@@ -145,7 +145,7 @@ impl Proxy {
     }
 
     /// Stops accepting and drops every connection.
-    pub fn stop(mut self) -> ProxyStats {
+    pub(crate) fn stop(mut self) -> ProxyStats {
         let stats = self.stats();
         self.tasks.abort_all();
         stats

@@ -9,7 +9,7 @@ use pipeline_stores::StoreKind;
 use std::time::Duration;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
-pub enum SpecError {
+pub(crate) enum SpecError {
     #[error("store delay `{0}` is not STORE=BASE[±JITTER][+PER*inflight][@RATE/s] (e.g. es=20ms±5ms): {1}")]
     Syntax(String, String),
     #[error("store delay names {0} twice")]
@@ -18,7 +18,7 @@ pub enum SpecError {
 
 /// One store's condition.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct StoreDelay {
+pub(crate) struct StoreDelay {
     pub store: StoreKind,
     pub base: Duration,
     pub jitter: Duration,
@@ -97,7 +97,7 @@ impl std::fmt::Display for StoreDelay {
 }
 
 /// Every store's condition of a plan, each store at most once.
-pub fn parse_all(specs: &[String]) -> Result<Vec<StoreDelay>, SpecError> {
+pub(crate) fn parse_all(specs: &[String]) -> Result<Vec<StoreDelay>, SpecError> {
     let mut out: Vec<StoreDelay> = Vec::new();
     for s in specs.iter().flat_map(|s| s.split(',')).map(str::trim).filter(|s| !s.is_empty()) {
         let d: StoreDelay = s.parse()?;

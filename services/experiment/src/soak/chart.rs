@@ -28,7 +28,7 @@ fn of(s: &Soak, names: &[&str], f: fn(&ProcWindow) -> Option<f64>, scale: f64) -
         .collect()
 }
 
-pub fn draw(path: &Path, s: &Soak) -> Draw<()> {
+pub(crate) fn draw(path: &Path, s: &Soak) -> Draw<()> {
     let latency: Series = vec![
         ("p50".into(), s.windows.iter().filter_map(|w| Some((minute(w), w.p50?))).collect()),
         ("p99".into(), s.windows.iter().filter_map(|w| Some((minute(w), w.p99?))).collect()),

@@ -13,8 +13,8 @@
 mod chart;
 mod render;
 
-pub use chart::draw;
-pub use render::render;
+pub(crate) use chart::draw;
+pub(crate) use render::render;
 
 use crate::evidence::{at, Evidence, RoundEvidence};
 use crate::prom::label;
@@ -22,15 +22,15 @@ use crate::stats::num;
 use std::collections::BTreeMap;
 
 /// The processes judged for leaks: ours.
-pub const JUDGED: [&str; 2] = ["ingest", "writer"];
+pub(crate) const JUDGED: [&str; 2] = ["ingest", "writer"];
 /// Most the last edge's p99 may be over the first edge's.
-pub const MAX_P99_RATIO: f64 = 1.5;
+pub(crate) const MAX_P99_RATIO: f64 = 1.5;
 /// Most RSS may grow per hour, as a share of the first edge's.
-pub const MAX_RSS_GROWTH_PER_HOUR: f64 = 0.05;
+pub(crate) const MAX_RSS_GROWTH_PER_HOUR: f64 = 0.05;
 
 /// One process over one window.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ProcWindow {
+pub(crate) struct ProcWindow {
     /// At the window's end.
     pub rss_bytes: Option<f64>,
     pub fds: Option<f64>,
@@ -41,7 +41,7 @@ pub struct ProcWindow {
 
 /// One window of the measured phase.
 #[derive(Debug, Clone, Default)]
-pub struct Window {
+pub(crate) struct Window {
     /// Since the measured phase's start.
     pub start_s: f64,
     pub secs: f64,
@@ -55,7 +55,7 @@ pub struct Window {
 }
 
 impl Window {
-    pub fn rate(&self) -> f64 {
+    pub(crate) fn rate(&self) -> f64 {
         if self.secs > 0.0 {
             self.requests / self.secs
         } else {
@@ -66,14 +66,14 @@ impl Window {
 
 /// One check of the verdict.
 #[derive(Debug, Clone)]
-pub struct Check {
+pub(crate) struct Check {
     pub ok: bool,
     pub what: String,
     pub detail: String,
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct Soak {
+pub(crate) struct Soak {
     pub round: String,
     pub target_rate: u32,
     pub window_s: f64,
@@ -87,14 +87,14 @@ pub struct Soak {
 }
 
 impl Soak {
-    pub fn flat(&self) -> bool {
+    pub(crate) fn flat(&self) -> bool {
         !self.checks.is_empty() && self.checks.iter().all(|c| c.ok)
     }
 }
 
 /// The soak of an evidence folder whose plan has windows (its one round); `round_valid` is the
 /// round's gate verdict.
-pub fn analyse(ev: &Evidence, round_valid: bool) -> Option<Soak> {
+pub(crate) fn analyse(ev: &Evidence, round_valid: bool) -> Option<Soak> {
     let window_s = ev.plan.window_s()?;
     let r = ev.rounds.first()?;
     let mut s = Soak {

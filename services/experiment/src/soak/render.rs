@@ -36,7 +36,7 @@ pub(super) fn minutes(secs: f64) -> String {
     }
 }
 
-pub fn render(s: &Soak) -> String {
+pub(crate) fn render(s: &Soak) -> String {
     let mut out = String::new();
     let verdict = if s.flat() { "**flat**" } else { "**not flat**" };
     let _ = writeln!(

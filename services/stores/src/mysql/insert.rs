@@ -20,10 +20,10 @@ use std::io::Write;
 
 /// Most SQL bytes in one request, far below MariaDB's default `max_allowed_packet` (16 MiB): a
 /// batch of large messages (hex doubles them) becomes several requests in the same transaction.
-pub const MAX_REQUEST_BYTES: usize = 4 << 20;
+pub(super) const MAX_REQUEST_BYTES: usize = 4 << 20;
 
 /// The rows of a batch, by shard table, with `sent_at` already checked and converted.
-pub type ByShard<'a> = BTreeMap<u32, Vec<(&'a Message, time::PrimitiveDateTime)>>;
+pub(super) type ByShard<'a> = BTreeMap<u32, Vec<(&'a Message, time::PrimitiveDateTime)>>;
 
 const COLUMNS: &str = "(id, sender, recipient, body, sent_at, version)";
 const BEGIN: &str = "START TRANSACTION;";
@@ -35,7 +35,7 @@ const BEGIN: &str = "START TRANSACTION;";
 /// Rows are written straight into the request as bytes through one reused row buffer: building
 /// a `String` per row and per statement, hex digit by `char`, then copying each twice was 9 % of
 /// the writer's CPU samples under batch load.
-pub fn requests(rows: &ByShard<'_>, max_bytes: usize, overwrite: Overwrite) -> Vec<String> {
+pub(super) fn requests(rows: &ByShard<'_>, max_bytes: usize, overwrite: Overwrite) -> Vec<String> {
     // Room for a statement's closing clause and the final COMMIT.
     const SLACK: usize = 384;
     // Each row and the comma after it.

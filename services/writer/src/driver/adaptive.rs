@@ -43,7 +43,7 @@ struct Window {
 }
 
 /// One pool's controller.
-pub struct Controller {
+pub(crate) struct Controller {
     max: usize,
     limit: usize,
     /// Moving averages of the windows' mean round trip and of its deviation, in seconds.
@@ -53,24 +53,24 @@ pub struct Controller {
 
 impl Controller {
     /// Starts at `initial` writes in flight, never above `max` nor below 1.
-    pub fn new(initial: usize, max: usize) -> Controller {
+    pub(crate) fn new(initial: usize, max: usize) -> Controller {
         let max = max.max(1);
         Controller { max, limit: initial.clamp(1, max), past: None, window: Window::default() }
     }
 
     /// The limit now.
-    pub fn limit(&self) -> usize {
+    pub(crate) fn limit(&self) -> usize {
         self.limit
     }
 
     /// The past round trip's moving average, in seconds (0 before the first window).
-    pub fn round_trip(&self) -> f64 {
+    pub(crate) fn round_trip(&self) -> f64 {
         self.past.map_or(0.0, |p| p.0)
     }
 
     /// One job's outcome: how long it took, how many jobs ran (it included), whether it failed.
     /// Returns the limit.
-    pub fn observe(&mut self, rtt: Duration, inflight: usize, failed: bool) -> usize {
+    pub(crate) fn observe(&mut self, rtt: Duration, inflight: usize, failed: bool) -> usize {
         let w = &mut self.window;
         w.jobs += 1;
         w.total_s += rtt.as_secs_f64();

@@ -8,11 +8,11 @@ use pipeline_stores::{Overwrite, Rejected, Sink, StoreError, StoreKind};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-pub const FAST: super::Backoff = super::Backoff { min: Duration::from_millis(1), max: Duration::from_millis(4) };
+pub(super) const FAST: super::Backoff = super::Backoff { min: Duration::from_millis(1), max: Duration::from_millis(4) };
 
 /// A store that refuses batches holding a `poison` id (permanently), fails the first `flaky`
 /// calls transiently, and panics on a `panic` id. Records every successful write.
-pub struct Fake {
+pub(super) struct Fake {
     pub kind: StoreKind,
     pub flaky: Mutex<usize>,
     pub calls: Mutex<usize>,
@@ -26,7 +26,7 @@ impl Default for Fake {
 }
 
 impl Fake {
-    pub fn of(kind: StoreKind) -> Fake {
+    pub(super) fn of(kind: StoreKind) -> Fake {
         Fake { kind, flaky: Mutex::new(0), calls: Mutex::new(0), stored: Mutex::new(Vec::new()) }
     }
 }
@@ -61,7 +61,7 @@ impl Sink for Fake {
 
 /// Dead letters kept in memory as (store, id).
 #[derive(Clone, Default)]
-pub struct Letters(pub Arc<Mutex<Vec<(String, String)>>>);
+pub(super) struct Letters(pub Arc<Mutex<Vec<(String, String)>>>);
 
 #[async_trait]
 impl DeadLetters for Letters {
@@ -71,7 +71,7 @@ impl DeadLetters for Letters {
 }
 
 /// Messages with exactly these ids.
-pub fn batch(ids: &[&str]) -> Vec<Message> {
+pub(super) fn batch(ids: &[&str]) -> Vec<Message> {
     let mut msgs = pipeline_testkit::messages(ids.len(), "t");
     for (m, id) in msgs.iter_mut().zip(ids) {
         m.id = id.to_string();

@@ -13,17 +13,17 @@
 //! topic in production, an in-process list in the unit tests, so the whole driver (policy, pool,
 //! retry, dead letters, completion) is tested without servers. Stores are already `dyn Sink` (the write side is all the writer needs).
 
-pub mod adaptive;
+pub(crate) mod adaptive;
 #[cfg(test)]
 mod fake;
-pub mod pool;
-pub mod retry;
-pub mod spec;
-pub mod ticket;
+pub(crate) mod pool;
+pub(crate) mod retry;
+pub(crate) mod spec;
+pub(crate) mod ticket;
 
-pub use pool::{Job, Outcome, Pool};
-pub use retry::{Backoff, Panicked};
-pub use ticket::{Completion, Ticket};
+pub(crate) use pool::{Job, Outcome, Pool};
+pub(crate) use retry::{Backoff, Panicked};
+pub(crate) use ticket::{Completion, Ticket};
 
 use crate::config::{PoolMode, WriterConfig};
 use async_trait::async_trait;
@@ -37,11 +37,11 @@ use tracing::Instrument;
 /// Where the records a store refuses for good go. `refused` returns once they are safely kept
 /// (acknowledged by the dead-letter topic), because the batch's offset may be committed right after.
 #[async_trait]
-pub trait DeadLetters: Clone + Send + Sync + 'static {
+pub(crate) trait DeadLetters: Clone + Send + Sync + 'static {
     async fn refused(&self, store: &'static str, msg: &Message, reason: &str);
 }
 
-pub struct Driver<D: DeadLetters> {
+pub(crate) struct Driver<D: DeadLetters> {
     sync: Vec<Arc<dyn Sink>>,
     pooled: Vec<(Arc<dyn Sink>, Pool)>,
     dlq: D,
@@ -49,7 +49,7 @@ pub struct Driver<D: DeadLetters> {
 }
 
 impl<D: DeadLetters> Driver<D> {
-    pub fn new(cfg: &WriterConfig, stores: Vec<Arc<dyn Sink>>, dlq: D) -> Self {
+    pub(crate) fn new(cfg: &WriterConfig, stores: Vec<Arc<dyn Sink>>, dlq: D) -> Self {
         // Created on first use, so per-store mode exports no idle `shared` pool.
         let mut shared: Option<Pool> = None;
         let (mut sync, mut pooled) = (Vec::new(), Vec::new());
@@ -79,14 +79,19 @@ impl<D: DeadLetters> Driver<D> {
     }
 
     /// Number of pooled writes per batch, i.e. the count a [`Ticket`] starts from.
-    pub fn pooled_writes(&self) -> usize {
+    pub(crate) fn pooled_writes(&self) -> usize {
         self.pooled.len()
     }
 
     /// Writes the synchronous stores now, then submits one job per pooled store; `ticket`
     /// reports when the pooled writes are all done. Returns once every job is accepted, or
     /// `Err` when a synchronous write panicked (nothing of this batch may be committed).
-    pub async fn dispatch(&self, batch: Arc<Vec<Message>>, bytes: usize, ticket: Arc<Ticket>) -> Result<(), Panicked> {
+    pub(crate) async fn dispatch(
+        &self,
+        batch: Arc<Vec<Message>>,
+        bytes: usize,
+        ticket: Arc<Ticket>,
+    ) -> Result<(), Panicked> {
         for store in &self.sync {
             write_and_dead_letter(store.as_ref(), &batch, &self.dlq, self.backoff).await?;
         }

@@ -28,14 +28,14 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 
 /// A unit of work: one store write of one batch, and the bytes it holds while queued.
-pub struct Job {
+pub(crate) struct Job {
     fut: BoxFuture<'static, Outcome>,
     bytes: usize,
 }
 
 /// How a job ended, as an adaptive pool's controller reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The batch is written: the round trip says how loaded the store is.
     Written,
     /// The store refused some records for good (data it cannot hold, dead-lettered). Its round
@@ -49,19 +49,20 @@ pub enum Outcome {
 
 impl Job {
     /// A job whose every end counts as written (the pool's own tests).
-    pub fn new(bytes: usize, fut: impl std::future::Future<Output = ()> + Send + 'static) -> Job {
+    #[cfg(test)]
+    pub(crate) fn new(bytes: usize, fut: impl std::future::Future<Output = ()> + Send + 'static) -> Job {
         use futures::FutureExt;
         Job { fut: Box::pin(fut.map(|()| Outcome::Written)), bytes }
     }
 
     /// A job that tells how it ended.
-    pub fn reporting(bytes: usize, fut: impl std::future::Future<Output = Outcome> + Send + 'static) -> Job {
+    pub(crate) fn reporting(bytes: usize, fut: impl std::future::Future<Output = Outcome> + Send + 'static) -> Job {
         Job { fut: Box::pin(fut), bytes }
     }
 }
 
 /// The submission was refused (policy `reject`); the job is handed back.
-pub struct SubmitRefused(pub Job);
+pub(crate) struct SubmitRefused(pub Job);
 
 struct State {
     active: usize,
@@ -107,18 +108,18 @@ struct Inner {
 
 /// Cheap to clone; all clones are the same pool.
 #[derive(Clone)]
-pub struct Pool(Arc<Inner>);
+pub(crate) struct Pool(Arc<Inner>);
 
 impl Pool {
     /// A pool of shape `spec` whose queue also holds at most `max_queue_bytes` of batches.
     #[cfg(test)]
-    pub fn new(name: &str, spec: PoolSpec, max_queue_bytes: usize) -> Pool {
+    pub(crate) fn new(name: &str, spec: PoolSpec, max_queue_bytes: usize) -> Pool {
         Pool::with(name, spec, max_queue_bytes, false)
     }
 
     /// The same, its concurrency moved by an adaptive controller between 1 and `spec.max`
     /// (starting at `spec.core`) when `adaptive`.
-    pub fn with(name: &str, spec: PoolSpec, max_queue_bytes: usize, adaptive: bool) -> Pool {
+    pub(crate) fn with(name: &str, spec: PoolSpec, max_queue_bytes: usize, adaptive: bool) -> Pool {
         let l = [("pool", name.to_string())];
         gauge!(catalog::WRITER_POOL_QUEUE_CAPACITY, &l).set(spec.queue as f64);
         gauge!(catalog::WRITER_POOL_QUEUE_CAPACITY_BYTES, &l).set(max_queue_bytes as f64);
@@ -158,7 +159,7 @@ impl Pool {
     }
 
     /// Submits a job. Returns when the job is running, queued, or (caller-runs) done.
-    pub async fn submit(&self, job: Job) -> Result<(), SubmitRefused> {
+    pub(crate) async fn submit(&self, job: Job) -> Result<(), SubmitRefused> {
         let mut job = job;
         loop {
             match self.try_place(job) {
@@ -315,7 +316,7 @@ impl Pool {
 
     /// (active workers, queued jobs), for the tests.
     #[cfg(test)]
-    pub fn load(&self) -> (usize, usize) {
+    pub(crate) fn load(&self) -> (usize, usize) {
         let st = self.state();
         (st.active, st.queue.len())
     }

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 /// Bounds of the backoff between two attempts of a transient failure.
 #[derive(Debug, Clone, Copy)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     pub min: Duration,
     pub max: Duration,
 }
@@ -34,7 +34,7 @@ pub struct Backoff {
 /// A store adapter panicked while writing; the batch is not stored.
 #[derive(Debug, thiserror::Error)]
 #[error("{store} write panicked: {message}")]
-pub struct Panicked {
+pub(crate) struct Panicked {
     pub store: &'static str,
     pub message: String,
 }
@@ -46,7 +46,7 @@ enum Failure {
 
 /// Writes `batch` to `store` until every record is either stored or refused for good. Returns
 /// the refused records (to be dead-lettered), or [`Panicked`].
-pub async fn store_batch<'a>(
+pub(crate) async fn store_batch<'a>(
     store: &'a dyn Sink,
     batch: &'a [Message],
     backoff: Backoff,
@@ -117,7 +117,7 @@ async fn write_retrying(store: &dyn Sink, part: &[Message], backoff: Backoff) ->
 }
 
 /// The text of a panic payload (`panic!` with a literal or a formatted message).
-pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|s| s.to_string())

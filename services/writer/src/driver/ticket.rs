@@ -7,13 +7,13 @@ use tokio::sync::mpsc;
 /// What the consumer hears about one batch: all its writes are done (`ok`), or one of them
 /// failed in a way that must stop the consumer (a panic): never both, and exactly once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Completion {
+pub(crate) struct Completion {
     pub batch: u64,
     pub ok: bool,
 }
 
 /// Counts down the asynchronous writes of one batch.
-pub struct Ticket {
+pub(crate) struct Ticket {
     batch: u64,
     remaining: AtomicUsize,
     reported: AtomicBool,
@@ -21,7 +21,7 @@ pub struct Ticket {
 }
 
 impl Ticket {
-    pub fn new(batch: u64, writes: usize, done: mpsc::UnboundedSender<Completion>) -> Arc<Ticket> {
+    pub(crate) fn new(batch: u64, writes: usize, done: mpsc::UnboundedSender<Completion>) -> Arc<Ticket> {
         let t = Arc::new(Ticket { batch, remaining: AtomicUsize::new(writes), reported: AtomicBool::new(false), done });
         if writes == 0 {
             t.report(true);

@@ -1,11 +1,15 @@
-//! The fault catalogue: every chaos scenario by name, made from the registry's list of stores
-//! for the per-store ones, and the sizes of a full and a short (CI) run.
+//! The fault catalogue: every fault the runner injects, by name, in one place.
+//!
+//! Two scales of fault, one list: a [`Scenario`] is a whole chaos scenario (`experiment chaos`:
+//! its own load, faults and reconcile), made from the registry's list of stores for the
+//! per-store ones; a [`RoundFault`] is one fault inside a measured round of the experiment
+//! (`--fault ROUND:KIND`), there to prove that the round's gates catch what they claim to.
 
 use pipeline_stores::StoreKind;
 
 /// One scenario: a fault injected under load, ending in an exact reconcile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scenario {
+pub(crate) enum Scenario {
     /// The writer SIGKILLed N times under load, restarted after the restart delay.
     WriterKill,
     /// A backlog, two writers, a third joining and leaving, then one SIGKILLed and restarted.
@@ -24,7 +28,7 @@ pub enum Scenario {
 
 impl Scenario {
     /// Every scenario, in the order a full run takes them.
-    pub fn all() -> Vec<Scenario> {
+    pub(crate) fn all() -> Vec<Scenario> {
         let mut out = vec![Scenario::WriterKill, Scenario::Rebalance, Scenario::IngestKill];
         out.extend(StoreKind::ALL.iter().map(|k| Scenario::Freeze(*k)));
         out.push(Scenario::Poison);
@@ -38,7 +42,7 @@ impl Scenario {
         StoreKind::ALL.into_iter().filter(|k| *k != StoreKind::Mysql).map(Scenario::Wipe)
     }
 
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match self {
             Scenario::WriterKill => "writer-kill".into(),
             Scenario::Rebalance => "rebalance".into(),
@@ -52,7 +56,7 @@ impl Scenario {
 
     /// `all`, `freeze` (every freeze-*), `wipe` (every wipe-*) or scenario names, in the order
     /// given, each once.
-    pub fn select(words: &[String]) -> Result<Vec<Scenario>, String> {
+    pub(crate) fn select(words: &[String]) -> Result<Vec<Scenario>, String> {
         let all = Scenario::all();
         let mut out: Vec<Scenario> = Vec::new();
         for w in words.iter().map(|w| w.trim()).filter(|w| !w.is_empty()) {
@@ -81,64 +85,29 @@ impl Scenario {
     }
 }
 
-/// How big each scenario is: `--short` is the CI version (one kill, one join/leave, 5 s freezes,
-/// small loads, ~5 min in all), the full one ~15-20 min on 2 cores.
-#[derive(Debug, Clone, Copy)]
-pub struct Sizes {
-    pub kills: u32,
-    pub joins: u32,
-    pub ingest_kills: u32,
-    /// Seconds a server stays frozen.
-    pub freeze_s: u64,
-    /// Open-loop requests per second of the live load.
-    pub rate: u32,
-    pub backlog_s: u64,
-    pub backlog_vus: u32,
-    /// Seconds of load between two faults.
-    pub run_between_s: u64,
-    /// Seconds of load before the first fault and after the last.
-    pub pre_s: u64,
-    pub post_s: u64,
-    /// Longest wait for recovery between a rebalance's joins and leaves.
-    pub rebalance_wait_s: u64,
-    /// Seconds of live load during the rebalance.
-    pub rebalance_live_s: u64,
+/// A fault inside one measured round, halfway through k6's measured phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum RoundFault {
+    /// SIGKILL the writer and leave it dead: the round must fail its reconcile gate.
+    KillWriter,
+    /// SIGKILL the writer and start a new one (a new boot id within the round): the round must
+    /// still reconcile exactly.
+    RestartWriter,
 }
 
-impl Sizes {
-    pub fn new(short: bool, kills: Option<u32>) -> Sizes {
-        let s = if short {
-            Sizes {
-                kills: 1,
-                joins: 1,
-                ingest_kills: 1,
-                freeze_s: 5,
-                rate: 60,
-                backlog_s: 4,
-                backlog_vus: 2,
-                run_between_s: 4,
-                pre_s: 4,
-                post_s: 6,
-                rebalance_wait_s: 10,
-                rebalance_live_s: 45,
-            }
-        } else {
-            Sizes {
-                kills: 10,
-                joins: 3,
-                ingest_kills: 3,
-                freeze_s: 10,
-                rate: 150,
-                backlog_s: 20,
-                backlog_vus: 4,
-                run_between_s: 6,
-                pre_s: 6,
-                post_s: 12,
-                rebalance_wait_s: 15,
-                rebalance_live_s: 150,
-            }
-        };
-        Sizes { kills: kills.unwrap_or(s.kills), ..s }
+impl RoundFault {
+    pub(crate) const ALL: [RoundFault; 2] = [RoundFault::KillWriter, RoundFault::RestartWriter];
+
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            RoundFault::KillWriter => "kill-writer",
+            RoundFault::RestartWriter => "restart-writer",
+        }
+    }
+
+    pub(crate) fn from_name(name: &str) -> Option<RoundFault> {
+        RoundFault::ALL.into_iter().find(|f| f.name() == name)
     }
 }
 
@@ -154,6 +123,15 @@ mod tests {
             assert_eq!(names.contains(&format!("wipe-{k}")), k != StoreKind::Mysql, "{names:?}");
         }
         assert_eq!(names.len(), 5 + StoreKind::ALL.len() * 2 - 1);
+    }
+
+    #[test]
+    fn a_round_fault_is_named_as_a_plan_and_its_evidence_spell_it() {
+        for f in RoundFault::ALL {
+            assert_eq!(RoundFault::from_name(f.name()), Some(f));
+            assert_eq!(serde_json::to_string(&f).expect("json"), format!("\"{}\"", f.name()));
+        }
+        assert_eq!(RoundFault::from_name("kill-ingest"), None);
     }
 
     #[test]

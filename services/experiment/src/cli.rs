@@ -143,15 +143,8 @@ pub(crate) struct RunArgs {
     pub out: Option<PathBuf>,
     #[command(flatten)]
     pub common: Common,
-    /// Where each round's ingest listens.
-    #[arg(long, env = "EXPERIMENT_INGEST_LISTEN", default_value = "127.0.0.1:8080")]
-    pub ingest_listen: String,
-    /// Where each round's writer serves /metrics and /healthz.
-    #[arg(long, env = "EXPERIMENT_WRITER_METRICS_ADDR", default_value = "127.0.0.1:9464")]
-    pub writer_metrics_addr: String,
-    /// TrueType font for the charts' text (default: DejaVu Sans or Liberation Sans from the system).
-    #[arg(long, env = "EXPERIMENT_FONT")]
-    pub font: Option<PathBuf>,
+    #[command(flatten)]
+    pub places: Places,
 }
 
 /// `experiment soak`: a one-round plan (the open loop at `--rate`, windows, a slower sampler)
@@ -195,15 +188,8 @@ pub(crate) struct SoakArgs {
     pub out: Option<PathBuf>,
     #[command(flatten)]
     pub common: Common,
-    /// Where the ingest listens.
-    #[arg(long, env = "EXPERIMENT_INGEST_LISTEN", default_value = "127.0.0.1:8080")]
-    pub ingest_listen: String,
-    /// Where the writer serves /metrics and /healthz.
-    #[arg(long, env = "EXPERIMENT_WRITER_METRICS_ADDR", default_value = "127.0.0.1:9464")]
-    pub writer_metrics_addr: String,
-    /// TrueType font for the charts' text (default: DejaVu Sans or Liberation Sans from the system).
-    #[arg(long, env = "EXPERIMENT_FONT")]
-    pub font: Option<PathBuf>,
+    #[command(flatten)]
+    pub places: Places,
 }
 
 impl SoakArgs {
@@ -224,12 +210,24 @@ impl SoakArgs {
             ingest_args: self.ingest_args.clone(),
             out: self.out.clone(),
             common: self.common.clone(),
-            ingest_listen: self.ingest_listen.clone(),
-            writer_metrics_addr: self.writer_metrics_addr.clone(),
-            font: self.font.clone(),
+            places: self.places.clone(),
             ..RunArgs::default()
         }
     }
+}
+
+/// Where a run's services listen and how its charts are drawn (`run` and `soak` alike).
+#[derive(Args, Clone, Debug, Default)]
+pub(crate) struct Places {
+    /// Where each round's ingest listens.
+    #[arg(long, env = "EXPERIMENT_INGEST_LISTEN", default_value = "127.0.0.1:8080")]
+    pub ingest_listen: String,
+    /// Where each round's writer serves /metrics and /healthz.
+    #[arg(long, env = "EXPERIMENT_WRITER_METRICS_ADDR", default_value = "127.0.0.1:9464")]
+    pub writer_metrics_addr: String,
+    /// TrueType font for the charts' text (default: DejaVu Sans or Liberation Sans from the system).
+    #[arg(long, env = "EXPERIMENT_FONT")]
+    pub font: Option<PathBuf>,
 }
 
 /// What every load run needs besides its plan: which binaries, where the checkout and k6 are,

@@ -131,7 +131,7 @@ pub(crate) async fn run_in(args: &RunArgs, held: Option<&File>) -> Result<(PathB
     let http = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().context("HTTP client")?;
     // Someone else's writer or ingest on our addresses would be measured instead of ours (the
     // reference's first lesson): refuse to start rather than mark every round invalid.
-    for addr in [&args.writer_metrics_addr, &args.ingest_listen] {
+    for addr in [&args.places.writer_metrics_addr, &args.places.ingest_listen] {
         if http.get(format!("http://{addr}/healthz")).send().await.is_ok() {
             return Err(anyhow::anyhow!(
                 "something already answers http://{addr}/healthz (another writer or ingest?): stop it, or use \
@@ -160,8 +160,8 @@ pub(crate) async fn run_in(args: &RunArgs, held: Option<&File>) -> Result<(PathB
         bins,
         k6,
         plan: plan.clone(),
-        writer_addr: args.writer_metrics_addr.clone(),
-        ingest_addr: args.ingest_listen.clone(),
+        writer_addr: args.places.writer_metrics_addr.clone(),
+        ingest_addr: args.places.ingest_listen.clone(),
         tag,
         servers,
     };
@@ -180,6 +180,6 @@ pub(crate) async fn run_in(args: &RunArgs, held: Option<&File>) -> Result<(PathB
             rec.setup_error.as_ref().map(|e| format!(", SETUP FAILED: {e}")).unwrap_or_default()
         );
     }
-    let all_valid = crate::write_report(&out, args.font.as_deref())?;
+    let all_valid = crate::write_report(&out, args.places.font.as_deref())?;
     Ok((out, all_valid))
 }

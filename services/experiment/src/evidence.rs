@@ -93,6 +93,8 @@ pub(crate) struct Evidence {
     pub env: Option<Value>,
     /// The servers' warm-up before the first round (`warmup.json`); `None` for none.
     pub warmed: Option<Vec<crate::warm::Warmed>>,
+    /// The unmeasured round after the servers' warm-up (`warm-round/round.json`).
+    pub warm_round: Option<RoundRecord>,
     pub rounds: Vec<RoundEvidence>,
 }
 
@@ -113,6 +115,8 @@ impl Evidence {
         let plan = Plan::from_toml(&text).map_err(|e| EvidenceError::Plan(plan_path.display().to_string(), e))?;
         let env = read_json(&dir.join("env.json"))?;
         let warmed = read_json(&dir.join(crate::warm::FILE))?.and_then(|v| serde_json::from_value(v).ok());
+        let warm_round = read_json(&dir.join(crate::warm::ROUND_DIR).join("round.json"))?
+            .and_then(|v| serde_json::from_value(v).ok());
         let rounds_dir = dir.join("rounds");
         let mut names: Vec<PathBuf> = match std::fs::read_dir(&rounds_dir) {
             Ok(d) => d.flatten().map(|e| e.path()).filter(|p| p.join("round.json").exists()).collect(),
@@ -137,7 +141,7 @@ impl Evidence {
         if rounds.is_empty() {
             return Err(EvidenceError::NoRounds(dir.display().to_string()));
         }
-        Ok(Evidence { dir: dir.to_path_buf(), plan, env, warmed, rounds })
+        Ok(Evidence { dir: dir.to_path_buf(), plan, env, warmed, warm_round, rounds })
     }
 }
 

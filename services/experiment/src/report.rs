@@ -132,6 +132,16 @@ pub(crate) fn render(ev: &Evidence, views: &[RoundView], charts: &[String]) -> S
             let _ = writeln!(md, "Servers not warmed beyond the k6 warm-up (no `warmup.json`).\n");
         }
     }
+    if let Some(r) = &ev.warm_round {
+        let _ = writeln!(
+            md,
+            "Then one round of the pipeline, not measured (`{}/`{}; k6 exit {}, reconcile exit {}).\n",
+            crate::warm::ROUND_DIR,
+            r.slot.as_ref().map(|s| format!(": policy {} at {}", s.policy, s.point)).unwrap_or_default(),
+            r.k6.as_ref().and_then(|k| k.exit_code).map_or("none".into(), |c| c.to_string()),
+            r.reconcile_exit.map_or("none".into(), |c| c.to_string()),
+        );
+    }
     if !plan.conditions.is_empty() {
         let each: Vec<String> = plan
             .conditions

@@ -17,7 +17,7 @@ fn view(policy: &str, rep: u32, accepted: f64, stored: f64) -> RoundView {
 #[test]
 fn policies_are_ranked_by_what_reaches_every_store() {
     let plan = Plan { policies: vec!["A".into(), "B".into()], rounds: 2, ..Plan::default() };
-    let ev = Evidence { dir: "x".into(), plan, env: None, warmed: None, rounds: Vec::new() };
+    let ev = Evidence { dir: "x".into(), plan, env: None, warmed: None, warm_round: None, rounds: Vec::new() };
     let views = vec![
         view("A", 1, 1000.0, 400.0),
         view("B", 1, 800.0, 790.0),

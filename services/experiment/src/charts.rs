@@ -239,7 +239,7 @@ fn gradient(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView], p9
     let root = BitMapBackend::new(path, (WIDTH, 700)).into_drawing_area();
     root.fill(&WHITE)?;
     let xmax = ev.plan.rates.iter().copied().max().unwrap_or(1) as f64 * 1.1;
-    let secs = crate::plan::seconds(&ev.plan.duration).unwrap_or(1.0).max(0.001);
+    let secs = crate::duration::seconds(&ev.plan.duration).unwrap_or(1.0).max(0.001);
     let y = |v: &RoundView| if p99 { v.stats.p99 } else { Some(v.stats.requests / secs) };
     let ymax = views.iter().filter_map(y).fold(1.0, f64::max).max(if p99 { 1.0 } else { xmax }) * 1.1;
     let (caption, ydesc) = if p99 {

@@ -85,7 +85,7 @@ pub(crate) fn evaluate(
     }
     if plan.load == LoadKind::Open && r.summary.is_some() {
         let target = f64::from(r.record.slot.as_ref().map(|x| x.point).unwrap_or(0));
-        let achieved = s.requests / crate::plan::seconds(&plan.duration).unwrap_or(1.0).max(0.001);
+        let achieved = s.requests / crate::duration::seconds(&plan.duration).unwrap_or(1.0).max(0.001);
         let ratio = if target > 0.0 { achieved / target } else { 0.0 };
         out.push(gate(
             "rate",
@@ -96,7 +96,7 @@ pub(crate) fn evaluate(
                 g.min_rate_ratio * 100.0
             ),
         ));
-        let planned = target * crate::plan::seconds(&plan.duration).unwrap_or(0.0);
+        let planned = target * crate::duration::seconds(&plan.duration).unwrap_or(0.0);
         let share = if planned > 0.0 { s.dropped / planned } else { 0.0 };
         out.push(gate(
             "dropped",

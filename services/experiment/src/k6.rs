@@ -54,7 +54,7 @@ pub(crate) fn ids_path(dir: &Path) -> PathBuf {
 /// (closed-loop.js: rounds 1 s apart, the measured phase 5 s after the last; open-loop.js the same).
 pub(crate) fn measured_offset(plan: &Plan) -> f64 {
     let (n, d) = crate::plan::warmup(&plan.warmup).unwrap_or((0, "0s".into()));
-    let secs = crate::plan::seconds(&d).unwrap_or(0.0);
+    let secs = crate::duration::seconds(&d).unwrap_or(0.0);
     if n == 0 {
         0.0
     } else {

@@ -4,12 +4,14 @@
 // Visibility says who uses an item: `pub` only for what another crate reads.
 #![warn(unreachable_pub)]
 
+mod args;
 mod bench;
 mod chaos;
 mod chart_style;
 mod charts;
 mod cli;
 mod condition;
+mod duration;
 mod envinfo;
 mod evidence;
 mod faults;

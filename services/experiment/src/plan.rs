@@ -2,6 +2,8 @@
 //! thresholds and which deliberate faults. It comes from flags or a TOML file and is written back
 //! whole as `plan.toml` into the evidence, so a run can be repeated exactly and audited later.
 
+use crate::duration::seconds;
+use crate::duration::BadDuration;
 use crate::faults::RoundFault;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -10,8 +12,8 @@ pub(crate) use crate::policies::{builtin, PolicyDef, BUILTIN_NAMES};
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum PlanError {
-    #[error("duration `{0}` is not like 60s, 500ms, 2m or 1m30s")]
-    Duration(String),
+    #[error(transparent)]
+    Duration(#[from] BadDuration),
     #[error("warm-up `{0}` is not like 3x10s (rounds x duration), 10s or 0")]
     Warmup(String),
     #[error("unknown policy `{0}`: built in are {1}; others are defined in the plan's [policy.NAME] tables")]
@@ -177,39 +179,6 @@ impl Default for Plan {
             warm_servers: true,
         }
     }
-}
-
-/// Seconds in a k6-style duration: `60s`, `500ms`, `2m`, `1m30s`, or a bare number of seconds.
-pub(crate) fn seconds(text: &str) -> Result<f64, PlanError> {
-    let t = text.trim();
-    if let Ok(v) = t.parse::<f64>() {
-        return Ok(v);
-    }
-    let bad = || PlanError::Duration(text.to_string());
-    let (mut total, mut num) = (0.0, String::new());
-    let mut chars = t.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c.is_ascii_digit() || c == '.' {
-            num.push(c);
-            continue;
-        }
-        let unit = match (c, chars.peek()) {
-            ('m', Some('s')) => {
-                chars.next();
-                0.001
-            }
-            ('s', _) => 1.0,
-            ('m', _) => 60.0,
-            ('h', _) => 3600.0,
-            _ => return Err(bad()),
-        };
-        total += num.parse::<f64>().map_err(|_| bad())? * unit;
-        num.clear();
-    }
-    if !num.is_empty() {
-        return Err(bad());
-    }
-    Ok(total)
 }
 
 /// `3x10s` → (3, "10s"); `10s` → (1, "10s"); `0` or `none` → (0, "0s").

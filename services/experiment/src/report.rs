@@ -314,7 +314,7 @@ fn pool_table(md: &mut String, ev: &Evidence, views: &[RoundView]) {
     let _ = writeln!(md, "## Pools (median over valid rounds; measured phase)\n");
     let _ = writeln!(md, "| policy | load | pool | caller-runs | caller-runs/min | rejections | peak queue | mean active | peak active |");
     let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
-    let secs = crate::plan::seconds(&ev.plan.duration).unwrap_or(60.0).max(1.0);
+    let secs = crate::duration::seconds(&ev.plan.duration).unwrap_or(60.0).max(1.0);
     for c in cells(ev, views) {
         let vs = valid_of(views, &c);
         let mut pools: Vec<String> = vs.iter().flat_map(|v| v.stats.pools.keys().cloned()).collect();

@@ -306,7 +306,7 @@ async fn fault(
 ) -> Option<(FaultRecord, Option<Service>)> {
     let kind = kind?;
     // Called as k6 starts: `at_s` counts from now.
-    let at_s = k6::measured_offset(&ctx.plan) + 1.0 + crate::plan::seconds(&ctx.plan.duration).unwrap_or(0.0) / 2.0;
+    let at_s = k6::measured_offset(&ctx.plan) + 1.0 + crate::duration::seconds(&ctx.plan.duration).unwrap_or(0.0) / 2.0;
     tokio::time::sleep(Duration::from_secs_f64(at_s.max(0.0))).await;
     let at = t0.elapsed().as_secs_f64();
     let killed = procs::signal(writer_pid, nix::sys::signal::Signal::SIGKILL);

@@ -1,7 +1,7 @@
 //! A whole experiment: the lock, the stack, the build, the evidence folder (`plan.toml`,
 //! `env.json`), every round in schedule order, then the report.
 
-use crate::cli::{Common, RunArgs};
+use crate::args::{Common, RunArgs};
 use crate::round::{self, Ctx};
 use anyhow::{bail, Context};
 use std::fs::File;

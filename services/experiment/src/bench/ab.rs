@@ -13,7 +13,7 @@
 //! (`ab_a`, `ab_b`: an older writer refuses a database a newer one migrated), reset before its run.
 //! Evidence in OUT (default k6/out/ab-<time>): results.txt and each run's logs.
 
-use crate::cli::Common;
+use crate::args::Common;
 use crate::plan::LoadKind;
 use crate::procs::{self, Launch, Service};
 use crate::stats::num;
@@ -119,7 +119,7 @@ pub(crate) async fn run(args: &AbArgs) -> anyhow::Result<bool> {
         pipeline_stores::isolate(&mut stores, &format!("ab_{}", name.to_lowercase()), pipeline_stores::Slot::Bench)
             .await
             .with_context(|| format!("{name}'s namespace in every store"))?;
-        sides.push(Side { label: name.into(), bins, args: crate::cli::words(extra), stores });
+        sides.push(Side { label: name.into(), bins, args: crate::args::words(extra), stores });
     }
     let producer =
         if args.part == Part::Writer { super::examples(common, &root, &["broker_batches"])? } else { PathBuf::new() };

@@ -23,7 +23,7 @@ pub(crate) mod ab;
 mod refs;
 mod table;
 
-use crate::cli::{Common, RunArgs};
+use crate::args::{Common, RunArgs};
 use crate::plan::LoadKind;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -129,7 +129,7 @@ pub(crate) async fn run(args: &BenchArgs) -> anyhow::Result<bool> {
     // The pipeline runs: one-round experiments of the writer's defaults, inside our hold of the
     // lock, with the binaries and servers prepared above.
     // Every other flag as a bare `experiment` has it (clap's defaults and the environment).
-    let defaults = <crate::cli::Cli as clap::Parser>::try_parse_from(["experiment"])?.run;
+    let defaults = crate::args::run_defaults()?;
     let inner =
         Common { no_build: true, no_stack: true, bin_dir: Some(bins.clone()), k6: Some(k6.clone()), ..common.clone() };
     let experiment = |name: &str, load: LoadKind, vus: u32, rates: Option<Vec<u32>>| RunArgs {

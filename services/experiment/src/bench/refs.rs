@@ -72,7 +72,7 @@ impl Refs<'_> {
         self.null_k6(server.pid, &base, "null-open", "k6/open-loop.js", &vars).await?;
         server.stop(Duration::from_secs(5)).await;
         info!("reference: the broker's acknowledgement alone, one message a record, {rate} records/s");
-        let secs = crate::plan::seconds(&args.duration).unwrap_or(60.0).to_string();
+        let secs = crate::duration::seconds(&args.duration).unwrap_or(60.0).to_string();
         self.example("broker-latency", "broker_batches", &["latency", &rate.to_string(), &secs], None).await
     }
 

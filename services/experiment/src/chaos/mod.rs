@@ -63,7 +63,7 @@ pub(crate) struct ChaosArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     #[command(flatten)]
-    pub common: crate::cli::Common,
+    pub common: crate::args::Common,
     #[command(flatten)]
     pub kafka: KafkaArgs,
     #[command(flatten)]

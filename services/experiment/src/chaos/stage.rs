@@ -374,7 +374,7 @@ impl<'a> Stage<'a> {
         }
         // Reconcile also after an abort when a writer is still up to drain: its data is evidence.
         if !self.aborted || !self.writers.is_empty() {
-            let code = super::ids::reconcile(&mut self).await;
+            let code = self.final_reconcile().await;
             self.record.reconciled = Some(code);
         }
         self.snapshot("end").await;

@@ -29,7 +29,7 @@ pub(crate) struct StoreDelay {
 }
 
 fn millis(text: &str) -> Result<Duration, String> {
-    let secs = crate::plan::seconds(text).map_err(|e| e.to_string())?;
+    let secs = crate::duration::seconds(text).map_err(|e| e.to_string())?;
     if !(0.0..=60.0).contains(&secs) {
         return Err(format!("{text} is outside 0..60 s"));
     }

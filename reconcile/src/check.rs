@@ -47,7 +47,7 @@ pub(crate) async fn run(
     order.sort_by_key(|&i| stores[i].kind() != REFERENCE);
     for i in order {
         let s = &stores[i];
-        let held = timings.time(format!("read {}", s.kind()), crate::patient::audit(s.as_ref())).await?;
+        let held = timings.time(format!("read {}", s.kind()), crate::patient::audit(s.as_ref(), tally.scope())).await?;
         let started = Instant::now();
         tally.reserve(held.len().saturating_sub(tally.len()));
         tally.add_store(i, held);

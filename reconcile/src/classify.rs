@@ -45,6 +45,9 @@ pub(crate) const UNCERTAIN_NOT_STORED: &str = "uncertain, not stored";
 pub(crate) fn missing(s: StoreKind) -> String {
     format!("missing from {s}")
 }
+pub(crate) fn outside(s: StoreKind) -> String {
+    format!("outside --only-prefix, in {s} (not judged)")
+}
 pub(crate) fn extra(s: StoreKind) -> String {
     format!("extra in {s}")
 }
@@ -142,6 +145,11 @@ pub(crate) fn classify(tally: &Tally, dead: &DeadLetters, mode: Mode) -> Classes
         }
         if mode == Mode::Expected && tally.not_sent(i).total > 0 {
             *class(&mut c, &not_sent(s)) = tally.not_sent(i).clone();
+        }
+        if tally.outside(i) > 0 {
+            let mut held = Class::new(Severity::Info);
+            held.total = tally.outside(i);
+            c.insert(outside(s), held);
         }
     }
     for row in tally.rows() {

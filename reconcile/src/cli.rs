@@ -26,6 +26,11 @@ pub(crate) struct Cli {
     /// Print JSON instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+    /// `count`/`diff` at id level: judge only the ids that start with PREFIX (one k6 run's
+    /// RUN_ID, in stores that held other messages before it); the others are counted per store
+    /// and reported, not judged.
+    #[arg(long, global = true, value_name = "PREFIX")]
+    pub only_prefix: Option<String>,
     #[command(subcommand)]
     pub cmd: Cmd,
 }

@@ -139,10 +139,22 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Ok(p) => p,
         Err(e) => return Ok(bad_input(&e, cli.json)),
     };
+    if cli.only_prefix.is_some() && !matches!(plan, Plan::Ids(_)) {
+        let e = anyhow::anyhow!(
+            "--only-prefix needs an id-level check (count or diff with the expected ids): totals and \
+             stores-only checks count every message a store holds"
+        );
+        return Ok(bad_input(&e, cli.json));
+    }
     // Expected ids are loaded before anything is contacted: bad input fails fast.
     let loaded = match &plan {
         Plan::Ids(src) => match check::load_expected(&StoreKind::ALL, src) {
-            Ok(t) => Some(t),
+            Ok((mut t, counts)) => {
+                if let Some(p) = &cli.only_prefix {
+                    t.only_prefix(p);
+                }
+                Some((t, counts))
+            }
             Err(e) => return Ok(bad_input(&e.into(), cli.json)),
         },
         Plan::StoresOnly => Some((tally::Tally::new(&StoreKind::ALL), Default::default())),
@@ -168,14 +180,18 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
-    let (tally, expected, level, source) = match (plan, loaded) {
+    let (mut tally, expected, level, source) = match (plan, loaded) {
         (Plan::Totals { want, source }, _) => return Ok(totals::print_counts(&counts, want, &source, cli.json)),
         (Plan::Ids(src), Some((t, e))) => (t, Some(e), Level::Ids, src.describe()),
         (Plan::StoresOnly, Some((t, _))) => (t, None, Level::StoresOnly, "no expected set (--stores-only)".into()),
         _ => anyhow::bail!("internal: plan without its tally"),
     };
+    for (i, (_, n)) in counts.iter().enumerate() {
+        tally.counted(i, *n);
+    }
     let mut report = check::run(&stores, tally, &cli.kafka, &cli.dlq_topic, level, source, expected).await?;
     report.counts = Some(counts);
+    report.only_prefix = cli.only_prefix.clone();
     report.print(cli.json);
     Ok(if report.is_clean() { 0 } else { MISMATCH })
 }

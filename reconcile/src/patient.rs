@@ -31,9 +31,9 @@ where
         .await
 }
 
-/// Every message the store holds, fingerprinted.
-pub(crate) async fn audit(store: &dyn Store) -> Result<Vec<Audited>, StoreError> {
-    again(store, "audit", || store.audit()).await
+/// Every message the store holds whose id starts with `prefix` ("" for all), fingerprinted.
+pub(crate) async fn audit(store: &dyn Store, prefix: &str) -> Result<Vec<Audited>, StoreError> {
+    again(store, "audit", || store.audit(prefix)).await
 }
 
 /// Writes `msgs` under the version rule `overwrite`, asking again while the store's errors are
@@ -110,7 +110,7 @@ mod tests {
         async fn count(&self) -> Result<u64, StoreError> {
             self.read().map(|_| 7)
         }
-        async fn audit(&self) -> Result<Vec<Audited>, StoreError> {
+        async fn audit(&self, _: &str) -> Result<Vec<Audited>, StoreError> {
             self.read().map(|_| vec![Audited { id: "a".into(), place: None, digest: None }])
         }
         async fn fetch(&self, _: &[String]) -> Result<Vec<Message>, StoreError> {
@@ -127,7 +127,7 @@ mod tests {
     #[tokio::test]
     async fn a_transient_refusal_is_asked_again() {
         let s = Flaky { fail: 2, transient: true, calls: AtomicU32::new(0) };
-        assert_eq!(audit(&s).await.expect("third time").len(), 1);
+        assert_eq!(audit(&s, "").await.expect("third time").len(), 1);
         assert_eq!(s.calls.load(Ordering::SeqCst), 3);
         let s = Flaky { fail: 1, transient: true, calls: AtomicU32::new(0) };
         assert_eq!(count(&s).await.expect("second time"), 7);
@@ -136,7 +136,7 @@ mod tests {
     #[tokio::test]
     async fn a_permanent_error_fails_at_once() {
         let s = Flaky { fail: 1, transient: false, calls: AtomicU32::new(0) };
-        assert!(audit(&s).await.is_err());
+        assert!(audit(&s, "").await.is_err());
         assert_eq!(s.calls.load(Ordering::SeqCst), 1);
     }
 }

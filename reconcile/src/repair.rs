@@ -86,7 +86,7 @@ impl Outcome {
 
 /// MySQL's fingerprint of every id it holds in its own shard table.
 async fn reference(store: &dyn Store) -> anyhow::Result<HashMap<Box<str>, Digest>> {
-    let held = patient::audit(store).await?;
+    let held = patient::audit(store, "").await?;
     let mut out = HashMap::with_capacity(held.len());
     for a in held {
         // A copy in a wrong shard table is not the one MySQL reads by id (reconcile reports it).
@@ -120,7 +120,7 @@ async fn repair_one(
     opts: &Options,
 ) -> anyhow::Result<Outcome> {
     let mut out = Outcome::new(target.kind());
-    let held = patient::audit(target).await?;
+    let held = patient::audit(target, "").await?;
     let mut seen: HashSet<&str> = HashSet::with_capacity(held.len());
     let mut todo: Vec<String> = Vec::new();
     let mut extra: Vec<String> = Vec::new();

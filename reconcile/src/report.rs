@@ -47,6 +47,8 @@ pub(crate) struct Report {
     pub timings: Vec<(String, f64)>,
     /// Ids whose stored content was compared with the digest the client logged of it.
     pub sent_checked: u64,
+    /// `--only-prefix`: only ids starting with it were judged.
+    pub only_prefix: Option<String>,
 }
 
 impl Report {
@@ -69,6 +71,7 @@ impl Report {
             counts: None,
             timings: Vec::new(),
             sent_checked: 0,
+            only_prefix: None,
         }
     }
 
@@ -82,8 +85,11 @@ impl Report {
         match (self.level, failing.is_empty()) {
             (Level::Ids, true) => format!(
                 "OK (checked at id level and content): every accepted id is in every store exactly once, in its \
-                 place, with the same content in each{}, and nothing else is stored but uncertain ids",
-                self.sent_note()
+                 place, with the same content in each{}, and nothing else{} is stored but uncertain ids",
+                self.sent_note(),
+                self.only_prefix.as_ref().map_or(String::new(), |p| format!(
+                    " starting with `{p}` (the only ids judged; the others are counted above)"
+                )),
             ),
             (Level::Ids, false) => format!("MISMATCH (checked at id level and content): {}", failing.join(", ")),
             (Level::StoresOnly, true) => "STORES AGREE on ids and content (stores-only: NOT checked against what was \
@@ -120,6 +126,7 @@ impl Report {
         let clean = self.is_clean();
         let mut v = json!({
             "check": self.level.name(),
+            "only_prefix": self.only_prefix,
             "source": self.source,
             "expected": self.expected,
             "content": { "compared": true, "checked_against_sent": self.sent_checked },

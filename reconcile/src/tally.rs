@@ -74,6 +74,13 @@ pub(crate) struct Tally {
     pub sent_checked: u64,
     /// The shard table names, made once rather than once per row.
     tables: Vec<String>,
+    /// Judge only ids starting with this (`--only-prefix`): one run's ids in stores that held
+    /// others before it. Stores list only these (`Audit::audit`'s prefix); the others are
+    /// counted, never held in the table.
+    scope: Option<String>,
+    /// Per store: ids held in the scope, and all ids held (the drained count).
+    in_scope: Vec<u64>,
+    counted: Vec<u64>,
 }
 
 /// One id's row, borrowed.
@@ -97,7 +104,33 @@ impl Tally {
             not_sent: stores.iter().map(|_| Class::new(Severity::Failure)).collect(),
             sent_checked: 0,
             tables: (0..SHARDS).map(shard_table).collect(),
+            scope: None,
+            in_scope: vec![0; stores.len()],
+            counted: vec![0; stores.len()],
         }
+    }
+
+    /// Judges only ids that start with `prefix` from now on (see `scope`).
+    pub(crate) fn only_prefix(&mut self, prefix: &str) {
+        self.scope = Some(prefix.to_string());
+    }
+
+    /// The prefix ids must start with to be judged ("" when all are).
+    pub(crate) fn scope(&self) -> &str {
+        self.scope.as_deref().unwrap_or_default()
+    }
+
+    /// Store number `store` held `n` messages in all (its drained count).
+    pub(crate) fn counted(&mut self, store: usize, n: u64) {
+        self.counted[store] = n;
+    }
+
+    /// Messages store number `store` holds outside the scope (none without one).
+    pub(crate) fn outside(&self, store: usize) -> u64 {
+        if self.scope.is_none() {
+            return 0;
+        }
+        self.counted[store].saturating_sub(self.in_scope[store])
     }
 
     pub(crate) fn stores(&self) -> &[StoreKind] {
@@ -154,6 +187,11 @@ impl Tally {
         let kind = self.stores[store];
         let is_reference = kind == REFERENCE;
         for a in held {
+            if !a.id.starts_with(self.scope()) {
+                // A store that listed more than asked: not judged here, counted as outside.
+                continue;
+            }
+            self.in_scope[store] += 1;
             if let Some(place) = a.place {
                 if place != shard_of(&a.id) {
                     let table = self.tables.get(place as usize).cloned().unwrap_or_else(|| place.to_string());
@@ -307,6 +345,35 @@ mod tests {
         assert_eq!(rows["b"], [0, 0, 1, 0]);
         assert_eq!(t.misplaced(0).total, 1);
         assert_eq!(t.misplaced(0).examples().next(), Some(format!("a in {wrong}").as_str()));
+    }
+
+    #[test]
+    fn a_prefix_judges_one_runs_ids_and_only_counts_the_rest() {
+        // A store pre-filled with `fill-*` before the run `r1-*`: the fill is counted, not
+        // judged; the run's ids are judged as ever (r1-b missing from the second store).
+        let mut t = Tally::new(&StoreKind::ALL);
+        t.only_prefix("r1-");
+        t.expect("r1-a", Expect::Accepted, None);
+        t.expect("r1-b", Expect::Accepted, None);
+        let fill: Vec<Audited> =
+            (0..5).map(|i| sid(&format!("fill-{i}"), Some(shard_of(&format!("fill-{i}"))))).collect();
+        let run = |ids: &[&str]| ids.iter().map(|id| sid(id, Some(shard_of(id)))).collect::<Vec<_>>();
+        t.add_store(0, [fill.clone(), run(&["r1-a", "r1-b"])].concat());
+        t.add_store(1, [fill, run(&["r1-a"])].concat());
+        for (store, n) in [(0, 7), (1, 6), (2, 0)] {
+            t.counted(store, n);
+        }
+        assert_eq!(t.len(), 2, "only the run's ids are rows");
+        assert_eq!((t.outside(0), t.outside(1), t.outside(2)), (5, 5, 0));
+        let rows: HashMap<&str, Vec<u8>> = t.rows().map(|r| (r.id, r.holds.to_vec())).collect();
+        assert_eq!(rows["r1-b"], [1, 0, 0, 0]);
+        let classes =
+            crate::classify::classify(&t, &crate::dlq::DeadLetters::default(), crate::classify::Mode::Expected);
+        let outside = &classes[&crate::classify::outside(StoreKind::ALL[0])];
+        assert_eq!((outside.total, outside.fails()), (5, false));
+        assert!(!classes.contains_key(&crate::classify::outside(StoreKind::ALL[2])), "nothing outside");
+        assert_eq!(classes[&crate::classify::missing(StoreKind::ALL[1])].total, 1, "r1-b");
+        assert_eq!(classes[&crate::classify::missing(StoreKind::ALL[2])].total, 2, "r1-a and r1-b");
     }
 
     #[test]

@@ -93,6 +93,37 @@ async fn equal_totals_hide_a_lost_id_that_the_id_check_names() {
     assert!(agree["message"].as_str().unwrap().contains("NOT checked against what was injected"), "{agree}");
 }
 
+/// `--only-prefix`: stores that held messages before a run (a pre-fill) judge only the run's ids;
+/// the others are counted per store, not called extra, and a loss among the run's ids still fails.
+#[tokio::test]
+async fn a_prefix_judges_one_runs_ids_in_stores_that_hold_others() {
+    let _g = exclusive().await;
+    let ns = Namespace::new("prefix").await;
+    let stores = ns.stores().await;
+    let (fill, run) = (messages(30, "fill"), messages(10, "run"));
+    write_all(&stores, &fill, |_| true).await;
+    write_all(&stores, &run, |_| true).await;
+    let summary = k6_run(&ns, &ids(&run), &[], &[]);
+    let summary = summary.to_str().unwrap();
+
+    let (code, all) = ns.reconcile(60, &["count", "--expect-from", summary]);
+    assert_eq!(code, 1, "without a prefix the fill is extra: {all}");
+    let (code, report) = ns.reconcile(60, &["--only-prefix", "run-", "count", "--expect-from", summary]);
+    assert_eq!((code, failures(&report)), (0, vec![]), "{report}");
+    assert_eq!(report["only_prefix"], "run-");
+    for s in StoreKind::ALL {
+        assert_eq!(class(&report, &format!("outside --only-prefix, in {s} (not judged)")).0, 30, "{report}");
+    }
+
+    let redis = stores.iter().find(|s| s.kind() == StoreKind::Redis).unwrap();
+    redis.delete(&[run[9].id.clone()]).await.unwrap();
+    let (code, report) = ns.reconcile(60, &["--only-prefix", "run-", "diff", "--expect-from", summary]);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(failures(&report), vec![("missing from redis".to_string(), 1)], "{report}");
+    let (code, refused) = ns.reconcile(60, &["--only-prefix", "run-", "count", "--expect", "10"]);
+    assert_eq!((code, &refused["error"]), (2, &Value::from("bad_input")), "totals cannot be scoped: {refused}");
+}
+
 #[tokio::test]
 async fn uncertain_ids_may_be_stored_refused_ones_never_and_none_twice() {
     let _g = exclusive().await;

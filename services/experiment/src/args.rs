@@ -91,6 +91,10 @@ pub(crate) struct RunArgs {
     /// server's CPU per message is steady): figures then depend on whether the servers were warm.
     #[arg(long)]
     pub no_warm_servers: bool,
+    /// Leave the stores as they are before each round (e.g. pre-filled by `experiment
+    /// prefill`); each round's reconcile judges only its own ids. Needs --no-warm-servers.
+    #[arg(long)]
+    pub keep_stores: bool,
 
     /// Evidence folder (default k6/out/experiment-<time>).
     #[arg(long, env = "EXPERIMENT_OUT")]
@@ -250,6 +254,9 @@ impl RunArgs {
         }
         if self.no_warm_servers {
             p.warm_servers = false;
+        }
+        if self.keep_stores {
+            p.keep_stores = true;
         }
         if let Some(c) = &self.conditions {
             p.conditions = c.iter().map(|c| if c.trim() == "none" { String::new() } else { c.clone() }).collect();

@@ -41,6 +41,9 @@ pub(crate) enum Cmd {
     /// A soak: one open loop at one rate for hours, judged for drift per window (latency, CPU
     /// per message, memory, descriptors, threads, data on disk) and reconciled at the end.
     Soak(Box<SoakArgs>),
+    /// Add N messages to every store through Kafka and the writer (a produced backlog it
+    /// drains), for rounds run with --keep-stores against stores that already hold millions.
+    Prefill(Box<crate::prefill::PrefillArgs>),
     /// Re-render report.md, verdicts.json and the charts from an evidence folder alone.
     Report {
         /// The evidence folder of a run (holds plan.toml and rounds/).

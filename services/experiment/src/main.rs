@@ -20,6 +20,7 @@ mod k6;
 mod paths;
 mod plan;
 mod policies;
+mod prefill;
 mod procs;
 mod prom;
 mod report;
@@ -107,6 +108,7 @@ async fn main() -> ExitCode {
             Some(Cmd::Chaos(args)) => chaos::run(&args).await,
             Some(Cmd::Bench(args)) => bench::run(&args).await.map_err(run::RunError::Other),
             Some(Cmd::Ab(args)) => bench::ab::run(&args).await.map_err(run::RunError::Other),
+            Some(Cmd::Prefill(args)) => prefill::run(&args).await.map_err(run::RunError::Other),
             None => run::run(&cli.run).await.map(|(_, ok)| ok),
         }
     };

@@ -28,6 +28,8 @@ pub(crate) enum PlanError {
     Empty,
     #[error("a batch load needs at least one message per request")]
     EmptyBatch,
+    #[error("keep-stores leaves the stores as they are, but the servers' warm-up empties them: add no-warm-servers")]
+    KeepStoresWarmed,
     #[error("cannot read the plan: {0}")]
     Toml(#[from] toml::de::Error),
     #[error(transparent)]
@@ -150,6 +152,10 @@ pub(crate) struct Plan {
     /// server's CPU per message is steady (`warm.rs`), so a freshly started stack and a warm
     /// one give the same figures.
     pub warm_servers: bool,
+    /// Leave the stores as they are before each round instead of emptying them (a store
+    /// pre-filled by `experiment prefill`, to measure the cost as the stores grow); each
+    /// round's reconcile then judges only that round's ids (`reconcile --only-prefix`).
+    pub keep_stores: bool,
 }
 
 impl Default for Plan {
@@ -177,6 +183,7 @@ impl Default for Plan {
             window: String::new(),
             sample_every_s: 1,
             warm_servers: true,
+            keep_stores: false,
         }
     }
 }
@@ -282,6 +289,9 @@ impl Plan {
         }
         if self.load == LoadKind::Batch && self.batch == 0 {
             return Err(PlanError::EmptyBatch);
+        }
+        if self.keep_stores && self.warm_servers {
+            return Err(PlanError::KeepStoresWarmed);
         }
         let measured = seconds(&self.duration)?;
         warmup(&self.warmup)?;

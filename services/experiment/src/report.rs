@@ -142,6 +142,13 @@ pub(crate) fn render(ev: &Evidence, views: &[RoundView], charts: &[String]) -> S
             r.reconcile_exit.map_or("none".into(), |c| c.to_string()),
         );
     }
+    if plan.keep_stores {
+        let _ = writeln!(
+            md,
+            "**Stores kept** (`keep_stores`): no round emptied them first; each round's reconcile judged only its \
+             own ids (`reconcile --only-prefix`) and counted the others (`rounds/*/reconcile.json`).\n"
+        );
+    }
     if !plan.conditions.is_empty() {
         let each: Vec<String> = plan
             .conditions

@@ -178,13 +178,15 @@ async fn steps(
     };
     rec.boots.writer_start = procs::boot_id(&ctx.http, &writer.base).await.ok();
 
-    let r0 = t0.elapsed().as_secs_f64();
-    let code = reconcile(ctx, dir, &["reset", "--yes"], "reset.json", "reset.log").await?;
-    rec.reset_exit = code;
-    rec.reset_s = Some((r0, t0.elapsed().as_secs_f64()));
-    if code != Some(0) {
-        rec.setup_error = Some(format!("reconcile reset exited {code:?} (see reset.json, reset.log)"));
-        return Ok((Some(writer), None));
+    if !ctx.plan.keep_stores {
+        let r0 = t0.elapsed().as_secs_f64();
+        let code = reconcile(ctx, dir, &["reset", "--yes"], "reset.json", "reset.log").await?;
+        rec.reset_exit = code;
+        rec.reset_s = Some((r0, t0.elapsed().as_secs_f64()));
+        if code != Some(0) {
+            rec.setup_error = Some(format!("reconcile reset exited {code:?} (see reset.json, reset.log)"));
+            return Ok((Some(writer), None));
+        }
     }
 
     let mut ingest_env = vec![("INGEST_LISTEN".to_string(), ctx.ingest_addr.clone())];
@@ -217,6 +219,7 @@ async fn steps(
     rec.ingest = Some(ProcRecord { command, pid: ingest.pid, ready_s: t0.elapsed().as_secs_f64() });
     rec.boots.ingest_start = procs::boot_id(&ctx.http, &base).await.ok();
 
+    let run_id = format!("{}r{:02}", ctx.tag, slot.index);
     let job = K6Job {
         k6: &ctx.k6,
         root: &ctx.root,
@@ -224,7 +227,7 @@ async fn steps(
         ingest_url: &base,
         plan: &ctx.plan,
         point: slot.point,
-        run_id: format!("{}r{:02}", ctx.tag, slot.index),
+        run_id: run_id.clone(),
     };
     let (k6_run, fault) =
         tokio::join!(k6::run(&job, t0, sampler), fault(ctx, dir, t0, sampler, slot.fault, writer.pid, &cmd));
@@ -242,14 +245,13 @@ async fn steps(
     let c0 = t0.elapsed().as_secs_f64();
     let summary = k6::summary_path(dir).display().to_string();
     let drain = ctx.plan.drain_timeout_s.to_string();
-    rec.reconcile_exit = reconcile(
-        ctx,
-        dir,
-        &["--drain-timeout", &drain, "count", "--expect-from", &summary],
-        "reconcile.json",
-        "reconcile.log",
-    )
-    .await?;
+    // k6 ids begin with the run id: with the stores kept, only this round's are judged.
+    let prefix = format!("{run_id}-");
+    let mut args = vec!["--drain-timeout", &drain, "count", "--expect-from", &summary];
+    if ctx.plan.keep_stores {
+        args.extend(["--only-prefix", &prefix]);
+    }
+    rec.reconcile_exit = reconcile(ctx, dir, &args, "reconcile.json", "reconcile.log").await?;
     rec.reconcile_s = Some((c0, t0.elapsed().as_secs_f64()));
     Ok((Some(writer), Some(ingest)))
 }

@@ -63,7 +63,7 @@ async fn main() -> anyhow::Result<()> {
             };
             let rss0 = cpu_rss(pid).map_or(0, |r| r.1);
             let (t0, cpu0) = (Instant::now(), cpu_seconds(pid));
-            let audited = store.audit().await?;
+            let audited = store.audit("").await?;
             let (secs, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds(pid).zip(cpu0).map(|(b, a)| b - a));
             sampler.abort();
             let mib = |b: u64| b as f64 / (1 << 20) as f64;

@@ -105,8 +105,10 @@ pub trait Audit: Send + Sync {
     /// Exact number of messages held.
     async fn count(&self) -> Result<u64, StoreError>;
 
-    /// Every message held: id, place and fingerprint.
-    async fn audit(&self) -> Result<Vec<Audited>, StoreError>;
+    /// Every message held whose id starts with `prefix` ("" for all): id, place and
+    /// fingerprint. The store selects by prefix itself (an index range, a SCAN pattern), so
+    /// judging one run's ids in a store that holds millions reads that run's, not the millions.
+    async fn audit(&self, prefix: &str) -> Result<Vec<Audited>, StoreError>;
 
     /// The messages held under `ids`, as stored (ids it does not hold, or not as a message, are
     /// left out).

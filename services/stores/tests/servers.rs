@@ -41,13 +41,32 @@ async fn every_store_round_trips_idempotently() {
         assert!(store.write(&batch, Older).await.unwrap().is_empty(), "{kind}: nothing rejected");
         store.write(&batch[..100], Older).await.unwrap(); // redelivery of a part
         assert_eq!(store.count().await.unwrap(), 300, "{kind}: exactly one copy each");
-        let mut ids: Vec<String> = store.audit().await.unwrap().into_iter().map(|s| s.id).collect();
+        let mut ids: Vec<String> = store.audit("").await.unwrap().into_iter().map(|s| s.id).collect();
         ids.sort();
         assert_eq!(ids, batch.iter().map(|m| m.id.clone()).collect::<Vec<_>>(), "{kind}: the same ids");
         store.reset().await.unwrap();
         assert_eq!(store.count().await.unwrap(), 0, "{kind}: empty after reset");
         store.write(&batch[..5], Older).await.unwrap();
         assert_eq!(store.count().await.unwrap(), 5, "{kind}: usable after reset");
+    }
+}
+
+/// `audit(prefix)` lists exactly the ids that start with the prefix, in every store: `_` is a
+/// LIKE wildcard in MySQL and case must count, so `p_1-` must not bring `pX1-` or `P_1-`.
+#[tokio::test]
+async fn every_store_audits_by_exact_prefix() {
+    let _g = exclusive().await;
+    let ns = Namespace::new("prefix").await;
+    let batch: Vec<Message> = ["p_1", "pX1", "P_1", "p_10"].iter().flat_map(|tag| messages(40, tag)).collect();
+    let want: Vec<String> = messages(40, "p_1").into_iter().map(|m| m.id).collect();
+    for store in ns.stores().await {
+        let kind = store.kind();
+        assert!(store.write(&batch, Older).await.unwrap().is_empty(), "{kind}: nothing rejected");
+        let mut ids: Vec<String> = store.audit("p_1-").await.unwrap().into_iter().map(|s| s.id).collect();
+        ids.sort();
+        assert_eq!(ids, want, "{kind}: exactly the ids starting p_1-");
+        assert_eq!(store.audit("").await.unwrap().len(), batch.len(), "{kind}: \"\" is every id");
+        assert!(store.audit("zz").await.unwrap().is_empty(), "{kind}: none start zz");
     }
 }
 
@@ -182,7 +201,7 @@ async fn the_mongo_audit_reads_every_document_once() {
         assert!(store.write(part, Older).await.unwrap().is_empty());
     }
     let want: Vec<String> = batch.iter().map(|m| m.id.clone()).collect();
-    let audited = store.audit().await.unwrap();
+    let audited = store.audit("").await.unwrap();
     let mut ids: Vec<String> = audited.iter().map(|a| a.id.clone()).collect();
     ids.sort();
     assert_eq!(ids.len(), want.len(), "every document once");
@@ -192,7 +211,7 @@ async fn the_mongo_audit_reads_every_document_once() {
     let coll = client.database(&args.db).collection::<Document>(&args.collection);
     let foreign = ObjectId::new();
     coll.insert_one(doc! { "_id": foreign, "note": "not ours" }).await.unwrap();
-    let audited = store.audit().await.unwrap();
+    let audited = store.audit("").await.unwrap();
     assert_eq!(audited.len(), want.len() + 1, "the foreign document is reported too");
     let odd: Vec<_> = audited.iter().filter(|a| a.digest.is_none()).collect();
     assert_eq!(odd.len(), 1, "and only it is not a message");

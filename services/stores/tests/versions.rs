@@ -59,7 +59,7 @@ async fn every_store_keeps_the_newer_version_in_any_order() {
         ];
         assert_eq!(got, want, "{kind}");
         assert_eq!(store.count().await.unwrap(), 5, "{kind}: one copy each");
-        let mut audited = store.audit().await.unwrap();
+        let mut audited = store.audit("").await.unwrap();
         audited.sort_by(|x, y| x.id.cmp(&y.id));
         let digests: Vec<_> = audited.iter().map(|a| (a.id.clone(), a.digest)).collect();
         let expected: Vec<_> = want.iter().map(|m| (m.id.clone(), Some(Digest::of_message(m)))).collect();

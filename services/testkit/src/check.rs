@@ -27,7 +27,7 @@ pub async fn assert_exact_ids(stores: &[Arc<dyn Store>], expected: &[String]) {
     let mut want: Vec<&String> = expected.iter().collect();
     want.sort();
     for s in stores {
-        let got = s.audit().await.expect("audit");
+        let got = s.audit("").await.expect("audit");
         for sid in &got {
             if let Some(place) = sid.place {
                 assert_eq!(place, pipeline_common::message::shard_of(&sid.id), "{} in wrong table", sid.id);
@@ -56,7 +56,7 @@ pub async fn assert_same_content(
     let mut reference = std::collections::HashMap::new();
     for (i, s) in stores.iter().enumerate() {
         let mut differ = Vec::new();
-        for a in s.audit().await.expect("audit") {
+        for a in s.audit("").await.expect("audit") {
             let d = a.digest.unwrap_or_else(|| panic!("{}: {} is not a message", s.kind(), a.id));
             if i == 0 {
                 reference.insert(a.id, d);

@@ -29,12 +29,16 @@ fn message_of(hit: &Value) -> Option<Message> {
     })
 }
 
-pub(super) async fn audit(es: &EsStore) -> Result<Vec<Audited>, StoreError> {
+pub(super) async fn audit(es: &EsStore, prefix: &str) -> Result<Vec<Audited>, StoreError> {
     es.refresh().await?;
     let mut out = Vec::new();
     let mut after: Option<Value> = None;
     loop {
         let mut query = json!({ "size": PAGE, "version": true, "sort": [{ "id": "asc" }] });
+        if !prefix.is_empty() {
+            // `id` is a keyword: a prefix query walks the terms dictionary, not every document.
+            query["query"] = json!({ "prefix": { "id": prefix } });
+        }
         if let Some(a) = after.take() {
             query["search_after"] = a;
         }
@@ -96,8 +100,8 @@ impl Audit for EsStore {
         body["count"].as_u64().ok_or_else(|| err(format!("count: no count in {body}")))
     }
 
-    async fn audit(&self) -> Result<Vec<Audited>, StoreError> {
-        audit(self).await
+    async fn audit(&self, prefix: &str) -> Result<Vec<Audited>, StoreError> {
+        audit(self, prefix).await
     }
 
     async fn fetch(&self, ids: &[String]) -> Result<Vec<Message>, StoreError> {

@@ -44,11 +44,18 @@ fn message_of(d: &Document) -> Option<Message> {
     })
 }
 
-pub(super) async fn audit(coll: &Collection<Document>) -> Result<Vec<Audited>, StoreError> {
-    let mut cursor = coll.find(doc! {}).batch_size(BATCH).await.map_err(err)?;
+pub(super) async fn audit(coll: &Collection<Document>, prefix: &str) -> Result<Vec<Audited>, StoreError> {
+    let filter = if prefix.is_empty() {
+        doc! {}
+    } else {
+        // A range of `_id` (its index), not a regex: string order is bytewise UTF-8, so every id
+        // that starts with `prefix` lies below `prefix` + the last code point.
+        doc! { "_id": { "$gte": prefix, "$lt": format!("{prefix}{}", char::MAX) } }
+    };
+    let mut cursor = coll.find(filter).batch_size(BATCH).await.map_err(err)?;
     let mut out = Vec::new();
     while let Some(d) = cursor.try_next().await.map_err(err)? {
-        let Some(id) = id_of(&d) else { continue };
+        let Some(id) = id_of(&d).filter(|id| id.starts_with(prefix)) else { continue };
         let digest = message_of(&d).map(|m| Digest::of_message(&m));
         out.push(Audited { id, place: None, digest });
     }
@@ -80,8 +87,8 @@ impl Audit for MongoStore {
         self.coll.count_documents(doc! {}).await.map_err(err)
     }
 
-    async fn audit(&self) -> Result<Vec<Audited>, StoreError> {
-        audit(&self.coll).await
+    async fn audit(&self, prefix: &str) -> Result<Vec<Audited>, StoreError> {
+        audit(&self.coll, prefix).await
     }
 
     async fn fetch(&self, ids: &[String]) -> Result<Vec<Message>, StoreError> {

@@ -23,11 +23,30 @@ fn message((id, sender, recipient, body, sent_at, version): Row) -> Message {
     Message { id, sender, recipient, body, sent_at: sent_at.assume_utc(), version }
 }
 
-pub(super) async fn audit(pool: &MySqlPool) -> Result<Vec<Audited>, StoreError> {
+/// `prefix` as a LIKE pattern's start, its wildcards escaped (`\\` is LIKE's default escape).
+fn like_prefix(prefix: &str) -> String {
+    let mut p = String::with_capacity(prefix.len() + 1);
+    for c in prefix.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            p.push('\\');
+        }
+        p.push(c);
+    }
+    p.push('%');
+    p
+}
+
+pub(super) async fn audit(pool: &MySqlPool, prefix: &str) -> Result<Vec<Audited>, StoreError> {
     let mut out = Vec::new();
+    if !prefix.is_ascii() {
+        // Ids are ASCII (the column's character set): none starts with this.
+        return Ok(out);
+    }
+    let pattern = like_prefix(prefix);
     for shard in 0..SHARDS {
-        let sql = per_table(SELECT, &shard_table(shard));
-        let mut rows = sqlx::query_as::<_, Row>(sql).fetch(pool);
+        // LIKE 'prefix%' is a range of the primary key (ascii_bin: exact, case and all).
+        let sql = per_table(&format!("{SELECT} WHERE id LIKE ?"), &shard_table(shard));
+        let mut rows = sqlx::query_as::<_, Row>(sql).bind(&pattern).fetch(pool);
         while let Some(row) = rows.try_next().await.map_err(err)? {
             let (id, sender, recipient, body, sent_at, version) = &row;
             let stored = Stored { sender, recipient, body, sent_at: sent_at.assume_utc(), version: *version };
@@ -87,8 +106,8 @@ impl Audit for MysqlStore {
         Ok(self.count_per_table().await?.iter().map(|(_, n)| n).sum())
     }
 
-    async fn audit(&self) -> Result<Vec<Audited>, StoreError> {
-        audit(self.pool()).await
+    async fn audit(&self, prefix: &str) -> Result<Vec<Audited>, StoreError> {
+        audit(self.pool(), prefix).await
     }
 
     async fn fetch(&self, ids: &[String]) -> Result<Vec<Message>, StoreError> {

@@ -11,14 +11,20 @@ use redis::aio::ConnectionManager;
 
 impl RedisStore {
     /// Calls `each` with every chunk of `msg:*` keys, via SCAN.
-    async fn scan(&self, mut each: impl AsyncChunk) -> Result<(), StoreError> {
+    async fn scan(&self, each: impl AsyncChunk) -> Result<(), StoreError> {
+        self.scan_prefix("", each).await
+    }
+
+    /// Calls `each` with every chunk of the keys of ids that start with `prefix`: the server
+    /// still walks the whole keyspace, but only matching keys (and their values) cross the wire.
+    async fn scan_prefix(&self, prefix: &str, mut each: impl AsyncChunk) -> Result<(), StoreError> {
         let mut conn = self.conn.clone();
         let mut cursor: u64 = 0;
         loop {
             let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
                 .arg(cursor)
                 .arg("MATCH")
-                .arg(format!("{KEY_PREFIX}*"))
+                .arg(format!("{KEY_PREFIX}{}*", glob_escaped(prefix)))
                 .arg("COUNT")
                 .arg(SCAN_COUNT)
                 .query_async(&mut conn)
@@ -31,6 +37,18 @@ impl RedisStore {
             cursor = next;
         }
     }
+}
+
+/// `s` matched literally in a SCAN pattern (glob: `*`, `?`, `[`, `]` and `\\` escaped).
+fn glob_escaped(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// What to do with one SCAN chunk (a trait, because async closures borrowing state are awkward).
@@ -97,9 +115,9 @@ impl Audit for RedisStore {
         Ok(keys.0.len() as u64)
     }
 
-    async fn audit(&self) -> Result<Vec<Audited>, StoreError> {
+    async fn audit(&self, prefix: &str) -> Result<Vec<Audited>, StoreError> {
         let mut all = Fingerprints(Vec::new());
-        self.scan(&mut all).await?;
+        self.scan_prefix(prefix, &mut all).await?;
         // SCAN may return a key twice while the keyspace is being resized: keep distinct keys.
         all.0.sort_unstable_by(|a, b| a.id.cmp(&b.id));
         all.0.dedup_by(|a, b| a.id == b.id);

@@ -19,9 +19,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tracing::info;
 
+/// Messages per produced record: the producer sends whole records, so N is rounded up to a
+/// multiple of this (the count expected after is what was produced, not what was asked).
+const PER_RECORD: u32 = 100;
+
 #[derive(Args, Clone, Debug)]
 pub(crate) struct PrefillArgs {
-    /// Messages to add to every store (ids new: `broker-PID-...`).
+    /// Messages to add to every store (ids new: `broker-PID-...`), rounded up to whole records
+    /// of 100.
     #[arg(long)]
     pub messages: u32,
     /// Extra writer flags, one string (split at spaces).
@@ -62,9 +67,10 @@ pub(crate) async fn run(args: &PrefillArgs) -> anyhow::Result<bool> {
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
 
     let before = agreed_count(&bins, &out, "before").await?;
-    info!("prefill: every store holds {before}; producing {} messages", args.messages);
+    let added = produced(args.messages)?;
+    info!("prefill: every store holds {before}; producing {added} messages");
     let produced = tokio::process::Command::new(&producer)
-        .args([args.messages.to_string().as_str(), "256", "100", "produce-only"])
+        .args([added.to_string().as_str(), "256", &PER_RECORD.to_string(), "produce-only"])
         .current_dir(&root)
         .output()
         .await
@@ -94,7 +100,7 @@ pub(crate) async fn run(args: &PrefillArgs) -> anyhow::Result<bool> {
         timeout: Duration::from_secs(90),
     };
     let writer = procs::start(&http, launch).await?;
-    let after = before + u64::from(args.messages);
+    let after = before + u64::from(added);
     let (expect, drain) = (after.to_string(), args.drain_timeout.to_string());
     let count = ["--drain-timeout", &drain, "count", "--expect", &expect];
     let code = procs::reconcile(&bins, &[], &count, &out.join("after.json"), &out.join("after.log")).await?;
@@ -104,19 +110,24 @@ pub(crate) async fn run(args: &PrefillArgs) -> anyhow::Result<bool> {
     writer.stop(Duration::from_secs(30)).await;
     anyhow::ensure!(code == Some(0), "the stores do not hold {after} each; see {}", out.join("after.log").display());
 
-    let per_msg = |s: f64| s * 1e6 / f64::from(args.messages.max(1));
+    let per_msg = |s: f64| s * 1e6 / f64::from(added.max(1));
     let mut cpu_us_per_msg = BTreeMap::from([("writer".to_string(), per_msg(wcpu))]);
     for (((name, _), a), b) in servers.iter().zip(cpu0).zip(cpu1) {
         cpu_us_per_msg.insert(name.clone(), per_msg(b - a));
     }
-    let filled = Filled { before, added: args.messages.into(), after, seconds, cpu_us_per_msg };
+    let filled = Filled { before, added: added.into(), after, seconds, cpu_us_per_msg };
     crate::round::write_json(&out.join("prefill.json"), &filled)?;
     info!(
         "prefill: every store holds {after} ({:.0} messages/s); evidence in {}",
-        f64::from(args.messages) / seconds,
+        f64::from(added) / seconds,
         out.display()
     );
     Ok(true)
+}
+
+/// The messages the producer sends for `asked`: whole records.
+fn produced(asked: u32) -> anyhow::Result<u32> {
+    asked.div_ceil(PER_RECORD).checked_mul(PER_RECORD).context("--messages is too large")
 }
 
 /// The one count every store holds (`reconcile count`, drained first); an error when they
@@ -140,5 +151,18 @@ async fn agreed_count(bins: &Path, out: &Path, name: &str) -> anyhow::Result<u64
             "the stores do not agree on a count ({counts:?}; see {}): `reconcile repair` or `reconcile reset` first",
             log.display()
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_count_expected_is_what_whole_records_carry() {
+        // A fill from 683,093 to a million asked 316,907 and the writer stored 317,000.
+        assert_eq!(produced(316_907).unwrap(), 317_000);
+        assert_eq!(produced(400).unwrap(), 400);
+        assert!(produced(u32::MAX).is_err());
     }
 }

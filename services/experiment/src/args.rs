@@ -63,6 +63,10 @@ pub(crate) struct RunArgs {
     /// Gate: highest p99 latency of a valid round, in ms (none by default).
     #[arg(long)]
     pub max_p99_ms: Option<f64>,
+    /// Report the timing gates (rate, dropped, p99) as warnings instead of judging by them: for a
+    /// check of the orchestration and the stores (a debug build), not for figures.
+    #[arg(long)]
+    pub no_timing_gates: bool,
     /// Gate: a median latency below this (ms) with non-202 answers means a dead app.
     #[arg(long)]
     pub fast_error_ms: Option<f64>,
@@ -287,6 +291,9 @@ impl RunArgs {
         }
         if let Some(v) = self.fast_error_ms {
             p.gates.fast_error_ms = v;
+        }
+        if self.no_timing_gates {
+            p.gates.judge_timing = false;
         }
         if !self.faults.is_empty() {
             p.faults = self.faults.clone();

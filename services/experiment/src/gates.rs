@@ -34,6 +34,15 @@ pub(crate) fn valid(gates: &[Gate]) -> bool {
     gates.iter().all(|g| g.verdict != Verdict::Fail)
 }
 
+/// A timing gate (rate, dropped, p99): judged, or, with `--no-timing-gates`, a failure shown as
+/// a warning that says it was not judged.
+fn timed(judged: bool, g: Gate) -> Gate {
+    if judged || g.verdict != Verdict::Fail {
+        return g;
+    }
+    Gate { verdict: Verdict::Warn, detail: format!("{} (not judged: --no-timing-gates)", g.detail), ..g }
+}
+
 /// The failing gates' details, for a one-line reason.
 pub(crate) fn reasons(gates: &[Gate]) -> String {
     gates
@@ -87,7 +96,7 @@ pub(crate) fn evaluate(
         let target = f64::from(r.record.slot.as_ref().map(|x| x.point).unwrap_or(0));
         let achieved = s.requests / crate::duration::seconds(&plan.duration).unwrap_or(1.0).max(0.001);
         let ratio = if target > 0.0 { achieved / target } else { 0.0 };
-        out.push(gate(
+        out.push(timed(g.judge_timing, gate(
             "rate",
             ratio >= g.min_rate_ratio,
             format!(
@@ -95,10 +104,10 @@ pub(crate) fn evaluate(
                 ratio * 100.0,
                 g.min_rate_ratio * 100.0
             ),
-        ));
+        )));
         let planned = target * crate::duration::seconds(&plan.duration).unwrap_or(0.0);
         let share = if planned > 0.0 { s.dropped / planned } else { 0.0 };
-        out.push(gate(
+        out.push(timed(g.judge_timing, gate(
             "dropped",
             share <= g.max_dropped_ratio,
             format!(
@@ -107,10 +116,10 @@ pub(crate) fn evaluate(
                 share * 100.0,
                 g.max_dropped_ratio * 100.0
             ),
-        ));
+        )));
     }
     if let (Some(max), Some(p99)) = (g.max_p99_ms, s.p99) {
-        out.push(gate("p99", p99 <= max, format!("p99 {p99:.1} ms (at most {max:.0} ms)")));
+        out.push(timed(g.judge_timing, gate("p99", p99 <= max, format!("p99 {p99:.1} ms (at most {max:.0} ms)"))));
     }
     if let Some(c) = s.outside_cores {
         let busy = c > g.k6_cpu_warn / 2.0;
@@ -256,4 +265,53 @@ fn reconcile(r: &RoundEvidence) -> Gate {
         format!("MISMATCH at id level: {} (exit {code:?})", failing.join(", "))
     };
     gate("reconcile", ok, detail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Slot;
+    use crate::round::RoundRecord;
+
+    /// An open-loop round at 100 requests/s for 10 s that reached 90/s and dropped 3 % of its
+    /// iterations: both timing gates fail.
+    fn slow_open_round() -> (RoundEvidence, RoundStats) {
+        let slot = Slot { index: 1, rep: 1, point: 100, policy: "default".into(), fault: None, condition: None };
+        let record = RoundRecord { slot: Some(slot), ..RoundRecord::default() };
+        let r = RoundEvidence {
+            name: "r1".into(),
+            record,
+            summary: Some(serde_json::json!({})),
+            reconcile: None,
+            timeline: Default::default(),
+        };
+        let s = RoundStats { requests: 900.0, dropped: 30.0, p99: Some(500.0), ..RoundStats::default() };
+        (r, s)
+    }
+
+    fn verdict(gates: &[Gate], name: &str) -> Option<Verdict> {
+        gates.iter().find(|g| g.name == name).map(|g| g.verdict)
+    }
+
+    #[test]
+    fn timing_gates_decide_unless_told_not_to_judge_them() {
+        let (r, s) = slow_open_round();
+        let mut plan = Plan { load: LoadKind::Open, duration: "10s".into(), ..Plan::default() };
+        plan.gates.max_p99_ms = Some(100.0);
+        let judged = evaluate(&plan, &r, &s, &BTreeMap::new());
+        for name in ["rate", "dropped", "p99"] {
+            assert_eq!(verdict(&judged, name), Some(Verdict::Fail), "{name} judged");
+        }
+
+        plan.gates.judge_timing = false;
+        let shown = evaluate(&plan, &r, &s, &BTreeMap::new());
+        for name in ["rate", "dropped", "p99"] {
+            assert_eq!(verdict(&shown, name), Some(Verdict::Warn), "{name} shown, not judged");
+            let g = shown.iter().find(|g| g.name == name);
+            assert!(g.is_some_and(|g| g.detail.ends_with("(not judged: --no-timing-gates)")), "{name}");
+        }
+        // The other gates still judge: a round without k6's error count stays invalid.
+        assert_eq!(verdict(&shown, "k6-errors"), Some(Verdict::Fail));
+        assert!(!valid(&shown));
+    }
 }

@@ -60,6 +60,10 @@ pub(crate) struct BenchArgs {
     /// Label the run a profiling run (perf attached by hand): not an acceptance run.
     #[arg(long)]
     pub profiling: bool,
+    /// The pipeline runs report the timing gates (rate, dropped, p99) as warnings instead of
+    /// judging by them: for a check that the bench runs and the stores agree (CI's debug build).
+    #[arg(long)]
+    pub no_timing_gates: bool,
     /// Where the null-202 server listens.
     #[arg(long, env = "BENCH_NULL_LISTEN", default_value = "127.0.0.1:18090")]
     pub null_listen: String,
@@ -143,6 +147,7 @@ pub(crate) async fn run(args: &BenchArgs) -> anyhow::Result<bool> {
         warmup: Some(args.warmup.clone()),
         drain_timeout: Some(args.drain_timeout),
         out: Some(out.join(name)),
+        no_timing_gates: args.no_timing_gates,
         common: inner.clone(),
         ..defaults.clone()
     };

@@ -5,6 +5,7 @@
 #![warn(unreachable_pub)]
 
 mod args;
+mod backlog;
 mod bench;
 mod chaos;
 mod chart_style;

@@ -9,6 +9,7 @@
 //! writer and of each server while draining), the producer's and the writer's logs, the counts.
 
 use crate::args::{Common, Places};
+use crate::backlog;
 use crate::procs::{self, Launch};
 use anyhow::Context;
 use clap::Args;
@@ -18,10 +19,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tracing::info;
-
-/// Messages per produced record: the producer sends whole records, so N is rounded up to a
-/// multiple of this (the count expected after is what was produced, not what was asked).
-const PER_RECORD: u32 = 100;
 
 #[derive(Args, Clone, Debug)]
 pub(crate) struct PrefillArgs {
@@ -67,21 +64,8 @@ pub(crate) async fn run(args: &PrefillArgs) -> anyhow::Result<bool> {
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
 
     let before = agreed_count(&bins, &out, "before").await?;
-    let added = produced(args.messages)?;
-    info!("prefill: every store holds {before}; producing {added} messages");
-    let produced = tokio::process::Command::new(&producer)
-        .args([added.to_string().as_str(), "256", &PER_RECORD.to_string(), "produce-only"])
-        .current_dir(&root)
-        .output()
-        .await
-        .context("starting the backlog producer")?;
-    std::fs::write(out.join("produce.log"), [produced.stderr, produced.stdout].concat())?;
-    anyhow::ensure!(
-        produced.status.success(),
-        "producing the backlog failed; see {}",
-        out.join("produce.log").display()
-    );
-
+    info!("prefill: every store holds {before}; producing {} messages", backlog::whole_records(args.messages)?);
+    let added = backlog::produce(&producer, args.messages, &[], &root, &out.join("produce.log")).await?;
     let servers = procs::server_pids(&root);
     let cpu = |pid| cpu_seconds(Some(pid)).unwrap_or(0.0);
     let cpu0: Vec<f64> = servers.iter().map(|(_, p)| cpu(*p)).collect();
@@ -125,11 +109,6 @@ pub(crate) async fn run(args: &PrefillArgs) -> anyhow::Result<bool> {
     Ok(true)
 }
 
-/// The messages the producer sends for `asked`: whole records.
-fn produced(asked: u32) -> anyhow::Result<u32> {
-    asked.div_ceil(PER_RECORD).checked_mul(PER_RECORD).context("--messages is too large")
-}
-
 /// The one count every store holds (`reconcile count`, drained first); an error when they
 /// differ, since then no "before + N" is right for all of them.
 async fn agreed_count(bins: &Path, out: &Path, name: &str) -> anyhow::Result<u64> {
@@ -151,18 +130,5 @@ async fn agreed_count(bins: &Path, out: &Path, name: &str) -> anyhow::Result<u64
             "the stores do not agree on a count ({counts:?}; see {}): `reconcile repair` or `reconcile reset` first",
             log.display()
         ),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_count_expected_is_what_whole_records_carry() {
-        // A fill from 683,093 to a million asked 316,907 and the writer stored 317,000.
-        assert_eq!(produced(316_907).unwrap(), 317_000);
-        assert_eq!(produced(400).unwrap(), 400);
-        assert!(produced(u32::MAX).is_err());
     }
 }

@@ -53,7 +53,7 @@ pub(crate) struct AbArgs {
     /// k6 duration of an ingest or pipeline run (default 15s for the ingest, 30s for the pipeline).
     #[arg(long)]
     pub duration: Option<String>,
-    /// The writer's backlog, in messages (every id new).
+    /// The writer's backlog, in messages (every id new), rounded up to whole records of 100.
     #[arg(long, default_value_t = 100_000)]
     pub messages: u32,
     /// Extra flags for A's measured service (the ingest; the writer with --part writer), one string.
@@ -262,24 +262,13 @@ impl Ab<'_> {
     /// counts every message in every store.
     async fn writer(&self, side: &Side<'_>, r: u32) -> anyhow::Result<String> {
         let (dir, env) = self.fresh(side, r).await?;
-        let n = self.args.messages;
         let reset =
             procs::reconcile(side.bins, &env, &["reset", "--yes"], &dir.join("reset.json"), &dir.join("reset.log"))
                 .await?;
         anyhow::ensure!(reset == Some(0), "reconcile reset exited {reset:?}; see {}", dir.join("reset.log").display());
-        let produced = tokio::process::Command::new(&self.producer)
-            .args([n.to_string().as_str(), "256", "100", "produce-only"])
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .current_dir(&self.root)
-            .output()
-            .await
-            .context("starting the backlog producer")?;
-        std::fs::write(dir.join("produce.log"), [produced.stderr, produced.stdout].concat())?;
-        anyhow::ensure!(
-            produced.status.success(),
-            "producing the backlog failed; see {}",
-            dir.join("produce.log").display()
-        );
+        // What was produced, not what was asked: whole records of 100.
+        let n = crate::backlog::produce(&self.producer, self.args.messages, &env, &self.root, &dir.join("produce.log"))
+            .await?;
         let servers = procs::server_pids(&self.root);
         let cpu0: Vec<f64> = servers.iter().map(|(_, p)| cpu_seconds(Some(*p)).unwrap_or(0.0)).collect();
         let t0 = Instant::now();

@@ -23,7 +23,7 @@ fn message((id, sender, recipient, body, sent_at, version): Row) -> Message {
     Message { id, sender, recipient, body, sent_at: sent_at.assume_utc(), version }
 }
 
-/// `prefix` as a LIKE pattern's start, its wildcards escaped (`\\` is LIKE's default escape).
+/// `prefix` as a LIKE pattern's start, its wildcards escaped (a backslash is LIKE's default escape).
 fn like_prefix(prefix: &str) -> String {
     let mut p = String::with_capacity(prefix.len() + 1);
     for c in prefix.chars() {

@@ -39,7 +39,7 @@ impl RedisStore {
     }
 }
 
-/// `s` matched literally in a SCAN pattern (glob: `*`, `?`, `[`, `]` and `\\` escaped).
+/// `s` matched literally in a SCAN pattern (glob: `*`, `?`, `[`, `]` and a backslash escaped).
 fn glob_escaped(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {

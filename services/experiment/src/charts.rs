@@ -1,7 +1,7 @@
 //! The summary charts (PNG, 1200 px wide): throughput per round per policy, latency percentiles,
 //! CPU per message per process, and for a gradient achieved-vs-target rate and p99 vs rate.
-//! The per-policy pool timelines are in `timeline_chart.rs`; what both share (size, font,
-//! palette) in `chart_style.rs`.
+//! The per-policy pool timelines are in `timeline_chart.rs`, a sweep's crossover chart in
+//! `crossover.rs`; what they share (size, font, palette) in `chart_style.rs`.
 
 use crate::chart_style::{colour, ChartError, Draw, FONT, WIDTH};
 use crate::report::{cells, processes, RoundView};
@@ -26,6 +26,9 @@ pub(crate) fn render_all(
     } else {
         run("gradient-rate.png", &|p| gradient(p, ev, views, false))?;
         run("gradient-p99.png", &|p| gradient(p, ev, views, true))?;
+    }
+    if let Some(x) = crate::crossover::build(ev, views) {
+        run("crossover.png", &|p| crate::crossover::draw(p, &x))?;
     }
     run("latency.png", &|p| latency(p, ev, views))?;
     run("cpu.png", &|p| cpu(p, ev, views))?;

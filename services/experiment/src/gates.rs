@@ -96,27 +96,33 @@ pub(crate) fn evaluate(
         let target = f64::from(r.record.slot.as_ref().map(|x| x.point).unwrap_or(0));
         let achieved = s.requests / crate::duration::seconds(&plan.duration).unwrap_or(1.0).max(0.001);
         let ratio = if target > 0.0 { achieved / target } else { 0.0 };
-        out.push(timed(g.judge_timing, gate(
-            "rate",
-            ratio >= g.min_rate_ratio,
-            format!(
-                "{achieved:.0}/s of {target:.0}/s = {:.1} % (needs ≥ {:.0} %)",
-                ratio * 100.0,
-                g.min_rate_ratio * 100.0
+        out.push(timed(
+            g.judge_timing,
+            gate(
+                "rate",
+                ratio >= g.min_rate_ratio,
+                format!(
+                    "{achieved:.0}/s of {target:.0}/s = {:.1} % (needs ≥ {:.0} %)",
+                    ratio * 100.0,
+                    g.min_rate_ratio * 100.0
+                ),
             ),
-        )));
+        ));
         let planned = target * crate::duration::seconds(&plan.duration).unwrap_or(0.0);
         let share = if planned > 0.0 { s.dropped / planned } else { 0.0 };
-        out.push(timed(g.judge_timing, gate(
-            "dropped",
-            share <= g.max_dropped_ratio,
-            format!(
-                "{} dropped iterations = {:.2} % (at most {:.0} %)",
-                s.dropped,
-                share * 100.0,
-                g.max_dropped_ratio * 100.0
+        out.push(timed(
+            g.judge_timing,
+            gate(
+                "dropped",
+                share <= g.max_dropped_ratio,
+                format!(
+                    "{} dropped iterations = {:.2} % (at most {:.0} %)",
+                    s.dropped,
+                    share * 100.0,
+                    g.max_dropped_ratio * 100.0
+                ),
             ),
-        )));
+        ));
     }
     if let (Some(max), Some(p99)) = (g.max_p99_ms, s.p99) {
         out.push(timed(g.judge_timing, gate("p99", p99 <= max, format!("p99 {p99:.1} ms (at most {max:.0} ms)"))));

@@ -12,6 +12,7 @@ mod chart_style;
 mod charts;
 mod cli;
 mod condition;
+mod crossover;
 mod duration;
 mod envinfo;
 mod evidence;

@@ -181,6 +181,9 @@ pub(crate) fn render(ev: &Evidence, views: &[RoundView], charts: &[String]) -> S
 
     per_policy(&mut md, ev, views);
     comparisons(&mut md, ev, views);
+    if let Some(x) = crate::crossover::build(ev, views) {
+        crate::crossover::render(&mut md, &x);
+    }
     cpu_table(&mut md, ev, views);
     pool_table(&mut md, ev, views);
     if plan.load == LoadKind::Open {

@@ -1,0 +1,270 @@
+//! The crossover of a condition sweep (a plan with `conditions`): every policy under every
+//! condition side by side, so that where the reference's pool starts to lose, and what beats it
+//! there, reads off one table and one chart instead of a row per `POLICY@dN`.
+//!
+//! Per cell (valid rounds only): the end-to-end rate (median, min–max: what the ranking uses),
+//! the writer's stored rate, caller-runs per minute of the measured phase and the deepest queue of
+//! any pool. Per condition: the winner, and how far it is from the next policy and from the
+//! reference's C, with whether the rounds' ranges are apart.
+
+use crate::chart_style::{colour, Draw, FONT, WIDTH};
+use crate::evidence::Evidence;
+use crate::report::RoundView;
+use crate::stats::{spread, RoundStats};
+use plotters::prelude::*;
+use std::fmt::Write;
+use std::path::Path;
+
+/// The policy the reference's own table ends with (MySQL on the consumer, the rest in the pool):
+/// the one a remedy has to beat.
+const REFERENCE: &str = "C";
+
+/// One policy under one condition, over its valid rounds.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Cell {
+    pub rounds: usize,
+    pub valid: usize,
+    /// End-to-end messages/s: median, min, max.
+    pub end_to_end: Option<(f64, f64, f64)>,
+    pub stored: Option<f64>,
+    pub caller_runs_per_min: Option<f64>,
+    pub peak_queue: Option<f64>,
+}
+
+/// Policies (rows, plan order) × conditions (columns, d1..dN).
+#[derive(Debug)]
+pub(crate) struct Crossover {
+    pub conditions: Vec<String>,
+    pub policies: Vec<String>,
+    /// `cells[policy][condition]`.
+    pub cells: Vec<Vec<Cell>>,
+}
+
+fn median(vs: &[&RoundView], get: impl Fn(&RoundStats) -> Option<f64>) -> Option<f64> {
+    spread(&vs.iter().filter_map(|v| get(&v.stats)).collect::<Vec<_>>()).map(|s| s.0)
+}
+
+/// The crossover of `ev`'s sweep; `None` for a plan without swept conditions. With several load
+/// points (an open-loop gradient) only the first is compared.
+pub(crate) fn build(ev: &Evidence, views: &[RoundView]) -> Option<Crossover> {
+    let plan = &ev.plan;
+    if plan.conditions.is_empty() {
+        return None;
+    }
+    let point = plan.points().first().copied();
+    let minutes = crate::duration::seconds(&plan.duration).unwrap_or(60.0).max(1.0) / 60.0;
+    let cells = plan
+        .policies
+        .iter()
+        .map(|p| {
+            (1..=plan.conditions.len())
+                .map(|n| {
+                    let label = format!("{p}@d{n}");
+                    let all: Vec<&RoundView> =
+                        views.iter().filter(|v| v.slot.policy == label && Some(v.slot.point) == point).collect();
+                    let vs: Vec<&RoundView> = all.iter().copied().filter(|v| v.valid).collect();
+                    Cell {
+                        rounds: all.len(),
+                        valid: vs.len(),
+                        end_to_end: spread(&vs.iter().filter_map(|v| v.stats.end_to_end()).collect::<Vec<_>>()),
+                        stored: median(&vs, |s| s.writer_rate),
+                        caller_runs_per_min: median(&vs, |s| Some(s.caller_runs() / minutes)),
+                        peak_queue: median(&vs, |s| Some(s.pools.values().map(|q| q.peak_queue).fold(0.0, f64::max))),
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    Some(Crossover { conditions: plan.conditions.clone(), policies: plan.policies.clone(), cells })
+}
+
+fn condition_name(c: &str) -> &str {
+    if c.is_empty() {
+        "none"
+    } else {
+        c
+    }
+}
+
+fn range(r: Option<(f64, f64, f64)>, n: usize) -> String {
+    match r {
+        Some((m, lo, hi)) if n > 1 => format!("{m:.0} ({lo:.0}–{hi:.0})"),
+        Some((m, _, _)) => format!("{m:.0}"),
+        None => "–".into(),
+    }
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or("–".into(), |x| format!("{x:.0}"))
+}
+
+/// A's lead over B in words: the ratio of medians and whether the ranges are apart.
+fn lead(a: &Cell, b: &Cell, name: &str) -> Option<String> {
+    let ((ma, la, ha), (mb, lb, hb)) = (a.end_to_end?, b.end_to_end?);
+    let spread = if a.valid < 2 || b.valid < 2 {
+        "too few valid rounds to judge the spread"
+    } else if la <= hb && lb <= ha {
+        "ranges overlap"
+    } else {
+        "ranges apart"
+    };
+    Some(format!("{:+.0} % over {name} ({mb:.0}/s), {spread}", (ma / mb - 1.0) * 100.0))
+}
+
+/// The crossover section of report.md: three tables (end-to-end, caller-runs/min, peak queue;
+/// policies × conditions) and the winner under each condition.
+pub(crate) fn render(md: &mut String, x: &Crossover) {
+    let _ = writeln!(md, "## Crossover: every policy under every condition (valid rounds)\n");
+    let names: Vec<String> =
+        x.conditions.iter().enumerate().map(|(i, c)| format!("d{} `{}`", i + 1, condition_name(c))).collect();
+    let head = format!("| policy | {} |\n|---|{}", names.join(" | "), "---|".repeat(names.len()));
+    type Show = fn(&Cell) -> String;
+    let tables: [(&str, Show); 3] = [
+        ("End-to-end messages/s, median (min–max); writer stored/s after the slash", |c| {
+            format!("{} / {}", range(c.end_to_end, c.valid), opt(c.stored))
+        }),
+        ("Caller-runs per minute of the measured phase, all pools (median)", |c| opt(c.caller_runs_per_min)),
+        ("Peak queue, deepest pool (median)", |c| opt(c.peak_queue)),
+    ];
+    for (title, show) in tables {
+        let _ = writeln!(md, "{title}:\n\n{head}");
+        for (p, row) in x.policies.iter().zip(&x.cells) {
+            let cols: Vec<String> =
+                row.iter()
+                    .map(|c| {
+                        if c.valid < c.rounds {
+                            format!("{} ({}/{} valid)", show(c), c.valid, c.rounds)
+                        } else {
+                            show(c)
+                        }
+                    })
+                    .collect();
+            let _ = writeln!(md, "| {p} | {} |", cols.join(" | "));
+        }
+        let _ = writeln!(md);
+    }
+    let _ = writeln!(md, "Winner under each condition (median end-to-end rate):\n");
+    for (n, name) in names.iter().enumerate() {
+        let mut ranked: Vec<(usize, f64)> =
+            x.cells.iter().enumerate().filter_map(|(p, row)| row[n].end_to_end.map(|e| (p, e.0))).collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let Some(&(best, _)) = ranked.first() else {
+            let _ = writeln!(md, "- {name}: no valid round");
+            continue;
+        };
+        let cell = &x.cells[best][n];
+        let mut parts = vec![format!("**{}** {}/s", x.policies[best], range(cell.end_to_end, cell.valid))];
+        if let Some(&(next, _)) = ranked.get(1) {
+            parts.extend(lead(cell, &x.cells[next][n], &x.policies[next]));
+        }
+        let reference = x.policies.iter().position(|p| p == REFERENCE);
+        if let Some(c) = reference.filter(|&c| c != best && ranked.get(1).map(|r| r.0) != Some(c)) {
+            parts.extend(lead(cell, &x.cells[c][n], REFERENCE));
+        }
+        let _ = writeln!(md, "- {name}: {}", parts.join("; "));
+    }
+    let _ = writeln!(
+        md,
+        "\n*ranges apart*: the winner's slowest round beat the other's fastest, so the lead is not round-to-round spread. `crossover.png` draws the first table.\n"
+    );
+}
+
+/// `crossover.png`: the end-to-end rate (median, whiskers min–max) of each policy across the
+/// conditions, and below it the caller-runs per minute, one line per policy.
+pub(crate) fn draw(path: &Path, x: &Crossover) -> Draw<()> {
+    let canvas = BitMapBackend::new(path, (WIDTH, 1000)).into_drawing_area();
+    canvas.fill(&WHITE)?;
+    let (top, bottom) = canvas.split_vertically(620);
+    let n = x.conditions.len();
+    let labels: Vec<String> = x
+        .conditions
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let c = condition_name(c);
+            let short: String = c.chars().take(30).collect();
+            format!("d{} {short}{}", i + 1, if short.len() < c.len() { "…" } else { "" })
+        })
+        .collect();
+    let label = |v: &f64| {
+        let i = v.round();
+        if (v - i).abs() < 0.01 && i >= 0.0 {
+            labels.get(i as usize).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    let dx = |p: usize| (p as f64 - (x.policies.len() as f64 - 1.0) / 2.0) * 0.04;
+
+    let ymax = x.cells.iter().flatten().filter_map(|c| c.end_to_end.map(|e| e.2)).fold(1.0, f64::max) * 1.15;
+    let mut chart = ChartBuilder::on(&top)
+        .caption("End-to-end messages/s under each condition (median; whiskers: min–max of valid rounds)", (FONT, 24))
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(90)
+        .build_cartesian_2d(-0.5..n as f64 - 0.5, 0.0..ymax)?;
+    chart
+        .configure_mesh()
+        .light_line_style(TRANSPARENT)
+        .disable_x_mesh()
+        .x_labels(n + 1)
+        .x_label_formatter(&label)
+        .y_desc("messages / s")
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .label_style((FONT, 16))
+        .axis_desc_style((FONT, 18))
+        .draw()?;
+    for (p, row) in x.cells.iter().enumerate() {
+        let c = colour(p);
+        let pts: Vec<(f64, (f64, f64, f64))> =
+            row.iter().enumerate().filter_map(|(i, cell)| Some((i as f64 + dx(p), cell.end_to_end?))).collect();
+        chart
+            .draw_series(LineSeries::new(pts.iter().map(|(i, e)| (*i, e.0)), c.stroke_width(2)))?
+            .label(x.policies[p].clone())
+            .legend(move |(a, b)| PathElement::new(vec![(a, b), (a + 24, b)], c.stroke_width(3)));
+        chart.draw_series(pts.iter().map(|(i, e)| Circle::new((*i, e.0), 5, c.filled())))?;
+        chart.draw_series(pts.iter().map(|(i, e)| PathElement::new(vec![(*i, e.1), (*i, e.2)], c.stroke_width(2))))?;
+    }
+    chart
+        .configure_series_labels()
+        .label_font((FONT, 16))
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()?;
+
+    let cmax = x.cells.iter().flatten().filter_map(|c| c.caller_runs_per_min).fold(1.0, f64::max) * 1.15;
+    let mut chart = ChartBuilder::on(&bottom)
+        .caption("Caller-runs per minute, all pools (median)", (FONT, 22))
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(90)
+        .build_cartesian_2d(-0.5..n as f64 - 0.5, 0.0..cmax)?;
+    chart
+        .configure_mesh()
+        .light_line_style(TRANSPARENT)
+        .disable_x_mesh()
+        .x_labels(n + 1)
+        .x_label_formatter(&label)
+        .y_desc("caller-runs / min")
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .label_style((FONT, 16))
+        .axis_desc_style((FONT, 18))
+        .draw()?;
+    for (p, row) in x.cells.iter().enumerate() {
+        let c = colour(p);
+        let pts: Vec<(f64, f64)> = row
+            .iter()
+            .enumerate()
+            .filter_map(|(i, cell)| Some((i as f64 + dx(p), cell.caller_runs_per_min?)))
+            .collect();
+        chart.draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?;
+        chart.draw_series(pts.iter().map(|p| Circle::new(*p, 5, c.filled())))?;
+    }
+    canvas.present()?;
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "crossover_tests.rs"]
+mod tests;

@@ -220,7 +220,8 @@ fn panel(
     legend: bool,
 ) -> Draw<()> {
     let n = labels.len();
-    let ymax = lines.iter().flat_map(|l| l.1.iter().map(|p| p.1 .2)).fold(1.0, f64::max) * 1.15;
+    // At least 10, so that a panel of zeros (no caller-run anywhere) has whole-number ticks.
+    let ymax = (lines.iter().flat_map(|l| l.1.iter().map(|p| p.1 .2)).fold(0.0, f64::max) * 1.15).max(10.0);
     let label = |v: &f64| {
         let i = v.round();
         if (v - i).abs() < 0.01 && i >= 0.0 {

@@ -24,8 +24,8 @@ const REFERENCE: &str = "C";
 pub(crate) struct Cell {
     pub rounds: usize,
     pub valid: usize,
-    /// End-to-end messages/s: median, min, max.
-    pub end_to_end: Option<(f64, f64, f64)>,
+    /// End-to-end messages/s.
+    pub end_to_end: Option<Spread>,
     pub stored: Option<f64>,
     pub caller_runs_per_min: Option<f64>,
     pub peak_queue: Option<f64>,
@@ -86,7 +86,7 @@ fn condition_name(c: &str) -> &str {
     }
 }
 
-fn range(r: Option<(f64, f64, f64)>, n: usize) -> String {
+fn range(r: Option<Spread>, n: usize) -> String {
     match r {
         Some((m, lo, hi)) if n > 1 => format!("{m:.0} ({lo:.0}–{hi:.0})"),
         Some((m, _, _)) => format!("{m:.0}"),
@@ -186,7 +186,7 @@ pub(crate) fn draw(path: &Path, x: &Crossover) -> Draw<()> {
         })
         .collect();
     // Each policy's points, nudged apart so that equal values stay visible.
-    let series = |get: &dyn Fn(&Cell) -> Option<(f64, f64, f64)>| -> Vec<Line> {
+    let series = |get: &dyn Fn(&Cell) -> Option<Spread>| -> Vec<Line> {
         let nudge = |p: usize| (p as f64 - (x.policies.len() as f64 - 1.0) / 2.0) * 0.04;
         x.cells
             .iter()
@@ -206,8 +206,11 @@ pub(crate) fn draw(path: &Path, x: &Crossover) -> Draw<()> {
     Ok(())
 }
 
-/// A policy's name and its points: (x, (median, min, max)).
-type Line = (String, Vec<(f64, (f64, f64, f64))>);
+/// Median, min and max of a cell's rounds.
+type Spread = (f64, f64, f64);
+
+/// A policy's name and its points: (x, spread).
+type Line = (String, Vec<(f64, Spread)>);
 
 /// One panel of the crossover chart: conditions along x, a line per policy, whiskers where the
 /// rounds differ.

@@ -318,7 +318,7 @@ fn cell_label(ev: &crate::evidence::Evidence, c: &(String, u32)) -> String {
 }
 
 /// An x tick's label on a category axis (categories at 0, 1, 2, ...).
-fn category(labels: &[String], x: f64) -> String {
+pub(crate) fn category(labels: &[String], x: f64) -> String {
     let i = x.round();
     if (x - i).abs() > 0.01 || i < 0.0 {
         return String::new();

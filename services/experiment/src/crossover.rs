@@ -9,8 +9,9 @@
 
 use crate::chart_style::{colour, Draw, FONT, WIDTH};
 use crate::evidence::Evidence;
-use crate::report::RoundView;
-use crate::stats::{spread, RoundStats};
+use crate::plan::Plan;
+use crate::report::{f, spread_text, RoundView};
+use crate::stats::{ranges_overlap, spread, RoundStats, Spread};
 use plotters::prelude::*;
 use std::fmt::Write;
 use std::path::Path;
@@ -69,7 +70,7 @@ pub(crate) fn build(ev: &Evidence, views: &[RoundView]) -> Option<Crossover> {
                         end_to_end: spread(&vs.iter().filter_map(|v| v.stats.end_to_end()).collect::<Vec<_>>()),
                         stored: median(&vs, |s| s.writer_rate),
                         caller_runs_per_min: median(&vs, |s| Some(s.caller_runs() / minutes)),
-                        peak_queue: median(&vs, |s| Some(s.pools.values().map(|q| q.peak_queue).fold(0.0, f64::max))),
+                        peak_queue: median(&vs, |s| Some(s.peak_queue())),
                     }
                 })
                 .collect()
@@ -78,32 +79,13 @@ pub(crate) fn build(ev: &Evidence, views: &[RoundView]) -> Option<Crossover> {
     Some(Crossover { conditions: plan.conditions.clone(), policies: plan.policies.clone(), cells })
 }
 
-fn condition_name(c: &str) -> &str {
-    if c.is_empty() {
-        "none"
-    } else {
-        c
-    }
-}
-
-fn range(r: Option<Spread>, n: usize) -> String {
-    match r {
-        Some((m, lo, hi)) if n > 1 => format!("{m:.0} ({lo:.0}–{hi:.0})"),
-        Some((m, _, _)) => format!("{m:.0}"),
-        None => "–".into(),
-    }
-}
-
-fn opt(v: Option<f64>) -> String {
-    v.map_or("–".into(), |x| format!("{x:.0}"))
-}
-
 /// A's lead over B in words: the ratio of medians and whether the ranges are apart.
 fn lead(a: &Cell, b: &Cell, name: &str) -> Option<String> {
-    let ((ma, la, ha), (mb, lb, hb)) = (a.end_to_end?, b.end_to_end?);
+    let (ra, rb) = (a.end_to_end?, b.end_to_end?);
+    let (ma, mb) = (ra.0, rb.0);
     let spread = if a.valid < 2 || b.valid < 2 {
         "too few valid rounds to judge the spread"
-    } else if la <= hb && lb <= ha {
+    } else if ranges_overlap(ra, rb) {
         "ranges overlap"
     } else {
         "ranges apart"
@@ -116,15 +98,15 @@ fn lead(a: &Cell, b: &Cell, name: &str) -> Option<String> {
 pub(crate) fn render(md: &mut String, x: &Crossover) {
     let _ = writeln!(md, "## Crossover: every policy under every condition (valid rounds)\n");
     let names: Vec<String> =
-        x.conditions.iter().enumerate().map(|(i, c)| format!("d{} `{}`", i + 1, condition_name(c))).collect();
+        x.conditions.iter().enumerate().map(|(i, c)| format!("d{} `{}`", i + 1, Plan::condition_name(c))).collect();
     let head = format!("| policy | {} |\n|---|{}", names.join(" | "), "---|".repeat(names.len()));
     type Show = fn(&Cell) -> String;
     let tables: [(&str, Show); 3] = [
         ("End-to-end messages/s, median (min–max); writer stored/s after the slash", |c| {
-            format!("{} / {}", range(c.end_to_end, c.valid), opt(c.stored))
+            format!("{} / {}", spread_text(c.end_to_end, c.valid, 0), f(c.stored, 0))
         }),
-        ("Caller-runs per minute of the measured phase, all pools (median)", |c| opt(c.caller_runs_per_min)),
-        ("Peak queue, deepest pool (median)", |c| opt(c.peak_queue)),
+        ("Caller-runs per minute of the measured phase, all pools (median)", |c| f(c.caller_runs_per_min, 0)),
+        ("Peak queue, deepest pool (median)", |c| f(c.peak_queue, 0)),
     ];
     for (title, show) in tables {
         let _ = writeln!(md, "{title}:\n\n{head}");
@@ -153,7 +135,7 @@ pub(crate) fn render(md: &mut String, x: &Crossover) {
             continue;
         };
         let cell = &x.cells[best][n];
-        let mut parts = vec![format!("**{}** {}/s", x.policies[best], range(cell.end_to_end, cell.valid))];
+        let mut parts = vec![format!("**{}** {}/s", x.policies[best], spread_text(cell.end_to_end, cell.valid, 0))];
         if let Some(&(next, _)) = ranked.get(1) {
             parts.extend(lead(cell, &x.cells[next][n], &x.policies[next]));
         }
@@ -180,7 +162,7 @@ pub(crate) fn draw(path: &Path, x: &Crossover) -> Draw<()> {
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let c = condition_name(c);
+            let c = Plan::condition_name(c);
             let short: String = c.chars().take(30).collect();
             format!("d{} {short}{}", i + 1, if short.len() < c.len() { "…" } else { "" })
         })
@@ -206,9 +188,6 @@ pub(crate) fn draw(path: &Path, x: &Crossover) -> Draw<()> {
     Ok(())
 }
 
-/// Median, min and max of a cell's rounds.
-type Spread = (f64, f64, f64);
-
 /// A policy's name and its points: (x, spread).
 type Line = (String, Vec<(f64, Spread)>);
 
@@ -225,14 +204,7 @@ fn panel(
     let n = labels.len();
     // At least 10, so that a panel of zeros (no caller-run anywhere) has whole-number ticks.
     let ymax = (lines.iter().flat_map(|l| l.1.iter().map(|p| p.1 .2)).fold(0.0, f64::max) * 1.15).max(10.0);
-    let label = |v: &f64| {
-        let i = v.round();
-        if (v - i).abs() < 0.01 && i >= 0.0 {
-            labels.get(i as usize).cloned().unwrap_or_default()
-        } else {
-            String::new()
-        }
-    };
+    let label = |v: &f64| crate::charts::category(labels, *v);
     let mut chart = ChartBuilder::on(area)
         .caption(caption, (FONT, 22))
         .margin(20)

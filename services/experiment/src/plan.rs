@@ -257,6 +257,15 @@ impl Plan {
         (1..=self.conditions.len()).flat_map(|n| self.policies.iter().map(move |p| format!("{p}@d{n}"))).collect()
     }
 
+    /// How the report names a swept condition: its text, or `none` for the servers as they are.
+    pub(crate) fn condition_name(c: &str) -> &str {
+        if c.is_empty() {
+            "none"
+        } else {
+            c
+        }
+    }
+
     /// How the report names a round's policy: `C`, or `C@d2` under the second swept condition.
     pub(crate) fn label(slot: &Slot) -> String {
         match slot.condition {

@@ -54,13 +54,18 @@ pub(crate) fn processes() -> Vec<&'static str> {
     p
 }
 
-fn f(v: Option<f64>, digits: usize) -> String {
+pub(crate) fn f(v: Option<f64>, digits: usize) -> String {
     v.map(|x| format!("{x:.digits$}")).unwrap_or_else(|| "–".into())
 }
 
 fn med_range(values: &[f64], digits: usize) -> String {
-    match spread(values) {
-        Some((m, lo, hi)) if values.len() > 1 => format!("{m:.digits$} ({lo:.digits$}–{hi:.digits$})"),
+    spread_text(spread(values), values.len(), digits)
+}
+
+/// A median with its min–max when `n` rounds made it, alone for one round.
+pub(crate) fn spread_text(s: Option<stats::Spread>, n: usize, digits: usize) -> String {
+    match s {
+        Some((m, lo, hi)) if n > 1 => format!("{m:.digits$} ({lo:.digits$}–{hi:.digits$})"),
         Some((m, _, _)) => format!("{m:.digits$}"),
         None => "–".into(),
     }
@@ -154,7 +159,7 @@ pub(crate) fn render(ev: &Evidence, views: &[RoundView], charts: &[String]) -> S
             .conditions
             .iter()
             .enumerate()
-            .map(|(i, c)| format!("d{} = `{}`", i + 1, if c.is_empty() { "none" } else { c }))
+            .map(|(i, c)| format!("d{} = `{}`", i + 1, crate::plan::Plan::condition_name(c)))
             .collect();
         let _ = writeln!(
             md,
@@ -242,7 +247,7 @@ fn per_policy(md: &mut String, ev: &Evidence, views: &[RoundView]) {
             col(&|s| s.p99, 1),
             col(&|s| Some(s.caller_runs()), 0),
             col(&|s| Some(s.rejected()), 0),
-            col(&|s| Some(s.pools.values().map(|p| p.peak_queue).fold(0.0, f64::max)), 0),
+            col(&|s| Some(s.peak_queue()), 0),
             col(&|s| s.cpu_total(), 0),
         );
     }
@@ -256,7 +261,7 @@ fn per_policy(md: &mut String, ev: &Evidence, views: &[RoundView]) {
 /// rounds' ranges overlap (if they do, the difference is within the round-to-round spread).
 fn comparisons(md: &mut String, ev: &Evidence, views: &[RoundView]) {
     let cells = cells(ev, views);
-    let ranges: Vec<Option<(f64, f64, f64)>> = cells
+    let ranges: Vec<Option<stats::Spread>> = cells
         .iter()
         .map(|c| spread(&valid_of(views, c).iter().filter_map(|v| v.stats.end_to_end()).collect::<Vec<_>>()))
         .collect();
@@ -267,7 +272,7 @@ fn comparisons(md: &mut String, ev: &Evidence, views: &[RoundView]) {
             if i == j || a.1 != b.1 || ra.0 < rb.0 || (ra.0 == rb.0 && i > j) {
                 continue;
             }
-            let overlap = ra.1 <= rb.2 && rb.1 <= ra.2;
+            let overlap = stats::ranges_overlap(ra, rb);
             let n = (valid_of(views, a).len(), valid_of(views, b).len());
             lines.push(format!(
                 "- **{} over {}** (load {}): {:+.1} % in median end-to-end rate ({:.0} vs {:.0} messages/s); {}",

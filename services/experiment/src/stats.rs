@@ -66,6 +66,11 @@ impl RoundStats {
         self.pools.values().map(|p| p.caller_runs).sum()
     }
 
+    /// The deepest any pool's queue got (the writer's own peak gauge).
+    pub(crate) fn peak_queue(&self) -> f64 {
+        self.pools.values().map(|p| p.peak_queue).fold(0.0, f64::max)
+    }
+
     pub(crate) fn rejected(&self) -> f64 {
         self.pools.values().map(|p| p.rejected).sum()
     }
@@ -190,7 +195,16 @@ pub(crate) fn pool_name(labels: &str) -> String {
 }
 
 /// Median, min and max of some values (None when there are none).
-pub(crate) fn spread(values: &[f64]) -> Option<(f64, f64, f64)> {
+/// Median, min and max of some rounds' values.
+pub(crate) type Spread = (f64, f64, f64);
+
+/// Whether two cells' rounds overlap (min–max): if they do, the difference of their medians is
+/// within the round-to-round spread.
+pub(crate) fn ranges_overlap(a: Spread, b: Spread) -> bool {
+    a.1 <= b.2 && b.1 <= a.2
+}
+
+pub(crate) fn spread(values: &[f64]) -> Option<Spread> {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
     if v.is_empty() {
         return None;

@@ -156,14 +156,16 @@ async fn steps(
     rec: &mut RoundRecord,
     condition_env: &[(String, String)],
 ) -> Result<(Option<Service>, Option<Service>), RoundError> {
-    let mut writer_args = match ctx.plan.policy_def(&slot.policy) {
-        Ok(p) => p.writer_args,
+    // The plan's flags first, the policy's after: where a flag may be given twice (the writer's
+    // `--pool-job-max`), the policy's own value wins over the plan-wide one.
+    let mut writer_args = ctx.plan.writer_args.clone();
+    match ctx.plan.policy_def(&slot.policy) {
+        Ok(p) => writer_args.extend(p.writer_args),
         Err(e) => {
             rec.setup_error = Some(e.to_string());
             return Ok((None, None));
         }
     };
-    writer_args.extend(ctx.plan.writer_args.iter().cloned());
     rec.writer_args = writer_args.clone();
     let cmd = WriterCmd { args: &writer_args, env: condition_env };
     let mut writer = match start_writer(ctx, dir, t0, sampler, &cmd, "writer.log").await {

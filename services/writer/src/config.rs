@@ -156,6 +156,13 @@ pub struct WriterConfig {
     /// One `--pool-<store>` flag per store of the registry.
     #[command(flatten)]
     pub pools: StorePools,
+    /// Most messages in one pool job; 0 = a job is the whole batch. The reference experiment's
+    /// pool took one job per message and store (`1`), while its synchronous write was one batch
+    /// call: this is how the experiment gives the pool the reference's job rate without
+    /// shrinking the consumer's batches (and its synchronous writes) to one message. Given
+    /// twice, the last wins: an experiment policy may set it over a plan-wide value.
+    #[arg(long, env = "WRITER_POOL_JOB_MAX", default_value_t = 0, overrides_with = "pool_job_max")]
+    pub pool_job_max: usize,
     /// Adaptive concurrency for every pool: the writes a pool runs at once follow the store's
     /// round trips and failures (additive increase, multiplicative decrease), between 1 and
     /// the pool's max workers, starting at its core. Without it a pool keeps its fixed
@@ -234,6 +241,15 @@ mod tests {
         assert_eq!(c.kafka.partitions, 4);
         assert_eq!(c.pool_shared.to_string(), "12/24/1000/caller-runs");
         assert_eq!(c.commit, CommitMode::AfterWrite);
+        assert_eq!(c.pool_job_max, 0, "a pool job is the whole batch");
+    }
+
+    #[test]
+    fn the_last_pool_job_max_wins_so_a_policy_can_set_it_over_a_plan() {
+        let c = WriterConfig::parse_from(["writer", "--pool-job-max", "1", "--pool-job-max", "0"]);
+        assert_eq!(c.pool_job_max, 0);
+        // Other flags still refuse to be given twice.
+        assert!(WriterConfig::try_parse_from(["writer", "--consumers", "3", "--consumers", "6"]).is_err());
     }
 
     #[test]

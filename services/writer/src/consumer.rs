@@ -78,7 +78,7 @@ impl ConsumerContext for Ctx {
                 // A lost assignment may already belong to another member: committing could move
                 // its offsets backwards. Only a clean revoke commits what is stored.
                 if !lost {
-                    let offsets = t.to_commit_finally();
+                    let offsets = t.take_final_commit();
                     drop(t);
                     commit(consumer, &self.topic, &self.tracker, offsets, KafkaCommit::Sync);
                     t = self.tracker.lock();
@@ -99,7 +99,7 @@ impl ConsumerContext for Ctx {
     }
 
     /// The broker's answer to a commit: only acknowledged offsets reach the gauge, and a failed
-    /// commit is asked again by the next `to_commit`. rust-rdkafka 0.39 never calls this for
+    /// commit is asked again by the next `take_commit`. rust-rdkafka 0.39 never calls this for
     /// manual asynchronous commits (upstream #856): only the synchronous ones are acknowledged
     /// here; docs/trust.md says what that costs (a redelivery, never a loss).
     fn commit_callback(&self, result: KafkaResult<()>, offsets: &TopicPartitionList) {
@@ -273,8 +273,8 @@ impl BatchConsumer {
 
     fn commit_ready(&self, mode: KafkaCommit) {
         let offsets = match mode {
-            KafkaCommit::Sync => self.tracker.lock().to_commit_finally(),
-            KafkaCommit::Async => self.tracker.lock().to_commit(),
+            KafkaCommit::Sync => self.tracker.lock().take_final_commit(),
+            KafkaCommit::Async => self.tracker.lock().take_commit(),
         };
         commit(&self.consumer, &self.cfg.kafka.topic, &self.tracker, offsets, mode);
     }
@@ -376,7 +376,7 @@ impl BatchConsumer {
             }
         }
         let after_submit = self.cfg.commit == CommitMode::AfterSubmit;
-        let writes = if messages.is_empty() { 0 } else { self.driver.pooled_writes() };
+        let writes = if messages.is_empty() { 0 } else { self.driver.pooled_writes(messages.len()) };
         // after-submit: the reference experiment's behaviour. The pool jobs get a ticket nobody listens to, and
         // the batch counts as done as soon as they are submitted.
         let (detached, _) = mpsc::unbounded_channel();

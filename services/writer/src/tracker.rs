@@ -117,13 +117,13 @@ impl Tracker {
 
     /// Offsets to commit now (Kafka's convention: the next record to read): every assigned
     /// partition whose stored prefix moved past what was already asked for. Marks them asked.
-    pub(crate) fn to_commit(&mut self) -> BTreeMap<i32, i64> {
+    pub(crate) fn take_commit(&mut self) -> BTreeMap<i32, i64> {
         self.stored_past(|p| p.requested)
     }
 
     /// Offsets for a final, synchronous commit: every assigned partition's stored prefix that
     /// Kafka has not acknowledged yet, whether or not an asynchronous commit asked for it.
-    pub(crate) fn to_commit_finally(&mut self) -> BTreeMap<i32, i64> {
+    pub(crate) fn take_final_commit(&mut self) -> BTreeMap<i32, i64> {
         self.stored_past(|p| p.acked)
     }
 
@@ -154,7 +154,7 @@ impl Tracker {
         }
     }
 
-    /// A commit for `partition` failed: ask again on the next [`Tracker::to_commit`].
+    /// A commit for `partition` failed: ask again on the next [`Tracker::take_commit`].
     pub(crate) fn commit_failed(&mut self, partition: i32) {
         if let Some(p) = self.parts.get_mut(&partition) {
             p.requested = p.acked;
@@ -179,11 +179,11 @@ mod tests {
         assert!(t.add(0, e, 2, 19));
         assert!(t.add(0, e, 3, 29));
         t.complete(2);
-        assert!(t.to_commit().is_empty(), "batch 1 still in flight blocks batch 2");
+        assert!(t.take_commit().is_empty(), "batch 1 still in flight blocks batch 2");
         t.complete(1);
-        assert_eq!(t.to_commit(), BTreeMap::from([(0, 20)]));
+        assert_eq!(t.take_commit(), BTreeMap::from([(0, 20)]));
         t.complete(3);
-        assert_eq!(t.to_commit(), BTreeMap::from([(0, 30)]));
+        assert_eq!(t.take_commit(), BTreeMap::from([(0, 30)]));
         assert_eq!(t.pending(), 0);
     }
 
@@ -195,12 +195,12 @@ mod tests {
         t.add(1, e1, 2, 7);
         t.add(1, e1, 3, 8);
         t.complete(3);
-        assert!(t.to_commit().is_empty(), "batch 2 still in flight in partition 1");
+        assert!(t.take_commit().is_empty(), "batch 2 still in flight in partition 1");
         t.complete(2);
-        assert_eq!(t.to_commit(), BTreeMap::from([(1, 9)]));
+        assert_eq!(t.take_commit(), BTreeMap::from([(1, 9)]));
         t.revoke(0);
         t.complete(1);
-        assert!(t.to_commit().is_empty(), "a revoked partition is never committed");
+        assert!(t.take_commit().is_empty(), "a revoked partition is never committed");
         assert_eq!(t.pending(), 0);
     }
 
@@ -217,7 +217,7 @@ mod tests {
         t.revoke(0);
         assert!(!t.add(0, e, 2, 19), "records of a revoked partition are refused");
         t.complete(2);
-        assert!(t.to_commit().is_empty(), "nothing may be committed past batch 1");
+        assert!(t.take_commit().is_empty(), "nothing may be committed past batch 1");
     }
 
     /// The same, with the partition re-assigned to this consumer inside the same `fill()`:
@@ -234,10 +234,10 @@ mod tests {
         assert!(!t.add(0, old, 2, 19), "pulled in the old epoch");
         t.complete(1);
         t.complete(2);
-        assert!(t.to_commit().is_empty(), "old batches complete into nothing");
+        assert!(t.take_commit().is_empty(), "old batches complete into nothing");
         assert!(t.add(0, new, 3, 9));
         t.complete(3);
-        assert_eq!(t.to_commit(), BTreeMap::from([(0, 10)]));
+        assert_eq!(t.take_commit(), BTreeMap::from([(0, 10)]));
     }
 
     #[test]
@@ -246,18 +246,18 @@ mod tests {
         let e = t.assign(0);
         t.add(0, e, 1, 9);
         t.complete(1);
-        assert_eq!(t.to_commit(), BTreeMap::from([(0, 10)]));
-        assert!(t.to_commit().is_empty(), "asked once");
+        assert_eq!(t.take_commit(), BTreeMap::from([(0, 10)]));
+        assert!(t.take_commit().is_empty(), "asked once");
         t.commit_failed(0);
-        assert_eq!(t.to_commit(), BTreeMap::from([(0, 10)]), "asked again after a failure");
+        assert_eq!(t.take_commit(), BTreeMap::from([(0, 10)]), "asked again after a failure");
         assert!(t.acked(0, 10));
         assert!(!t.acked(0, 5), "acknowledgements only move forward");
-        assert!(t.to_commit_finally().is_empty(), "everything stored is acknowledged");
+        assert!(t.take_final_commit().is_empty(), "everything stored is acknowledged");
         t.add(0, e, 2, 19);
         t.complete(2);
-        assert_eq!(t.to_commit(), BTreeMap::from([(0, 20)]));
+        assert_eq!(t.take_commit(), BTreeMap::from([(0, 20)]));
         // The asynchronous commit of 20 is still unanswered at shutdown: the final commit repeats it.
-        assert_eq!(t.to_commit_finally(), BTreeMap::from([(0, 20)]));
+        assert_eq!(t.take_final_commit(), BTreeMap::from([(0, 20)]));
     }
 
     #[test]
@@ -268,7 +268,7 @@ mod tests {
         t.add(1, b, 1, 9);
         t.revoke_all();
         t.complete(1);
-        assert!(t.to_commit().is_empty() && t.to_commit_finally().is_empty());
+        assert!(t.take_commit().is_empty() && t.take_final_commit().is_empty());
         assert_eq!(t.epoch(0), None);
     }
 }

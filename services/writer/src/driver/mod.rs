@@ -44,6 +44,8 @@ pub(crate) trait DeadLetters: Clone + Send + Sync + 'static {
 pub(crate) struct Driver<D: DeadLetters> {
     sync: Vec<Arc<dyn Sink>>,
     pooled: Vec<(Arc<dyn Sink>, Pool)>,
+    /// Most messages per pool job (`--pool-job-max`); 0 = the whole batch is one job.
+    job_max: usize,
     dlq: D,
     backoff: Backoff,
 }
@@ -75,17 +77,21 @@ impl<D: DeadLetters> Driver<D> {
         }
         let backoff =
             Backoff { min: Duration::from_millis(cfg.retry_min_ms), max: Duration::from_millis(cfg.retry_max_ms) };
-        Driver { sync, pooled, dlq, backoff }
+        Driver { sync, pooled, job_max: cfg.pool_job_max, dlq, backoff }
     }
 
-    /// Number of pooled writes per batch, i.e. the count a [`Ticket`] starts from.
-    pub(crate) fn pooled_writes(&self) -> usize {
-        self.pooled.len()
+    /// Number of pooled writes (jobs) for a batch of `messages`, i.e. the count a [`Ticket`]
+    /// starts from: one per pooled store and slice of at most `--pool-job-max` messages.
+    pub(crate) fn pooled_writes(&self, messages: usize) -> usize {
+        self.pooled.len() * slices(messages, self.job_max)
     }
 
-    /// Writes the synchronous stores now, then submits one job per pooled store; `ticket`
-    /// reports when the pooled writes are all done. Returns once every job is accepted, or
-    /// `Err` when a synchronous write panicked (nothing of this batch may be committed).
+    /// Writes the synchronous stores now, then submits the pooled jobs: per slice of the batch
+    /// (the whole batch unless `--pool-job-max`), one job per pooled store, so with one message
+    /// per slice the pool sees what the reference's did (each message offered to each store in
+    /// turn). `ticket` reports when the pooled writes are all done. Returns once every job is
+    /// accepted, or `Err` when a synchronous write panicked (nothing of this batch may be
+    /// committed).
     pub(crate) async fn dispatch(
         &self,
         batch: Arc<Vec<Message>>,
@@ -95,12 +101,25 @@ impl<D: DeadLetters> Driver<D> {
         for store in &self.sync {
             write_and_dead_letter(store.as_ref(), &batch, &self.dlq, self.backoff).await?;
         }
-        for (store, pool) in &self.pooled {
-            let mut job = self.job(store.clone(), batch.clone(), bytes, ticket.clone());
-            // Policy `reject`: the submission failed and was counted; try again after a pause.
-            while let Err(rejected) = pool.submit(job).await {
-                job = rejected.0;
-                tokio::time::sleep(Duration::from_millis(20)).await;
+        let n = slices(batch.len(), self.job_max);
+        for part in 0..n {
+            // One slice is the batch itself: no copy in the default shape.
+            let (slice, slice_bytes) = if n == 1 {
+                (batch.clone(), bytes)
+            } else {
+                let from = part * self.job_max;
+                let to = (from + self.job_max).min(batch.len());
+                let slice: Vec<Message> = batch.get(from..to).unwrap_or_default().to_vec();
+                // The queue's byte bound counts a slice's share of the batch's bytes.
+                (Arc::new(slice), bytes * (to - from) / batch.len().max(1))
+            };
+            for (store, pool) in &self.pooled {
+                let mut job = self.job(store.clone(), slice.clone(), slice_bytes, ticket.clone());
+                // Policy `reject`: the submission failed and was counted; try again after a pause.
+                while let Err(rejected) = pool.submit(job).await {
+                    job = rejected.0;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
             }
         }
         Ok(())
@@ -128,6 +147,15 @@ impl<D: DeadLetters> Driver<D> {
             }
             .instrument(span),
         )
+    }
+}
+
+/// How many pool jobs per store a batch of `messages` makes: one, or one per `job_max` messages.
+fn slices(messages: usize, job_max: usize) -> usize {
+    if job_max == 0 || messages <= job_max {
+        1
+    } else {
+        messages.div_ceil(job_max)
     }
 }
 
@@ -162,19 +190,25 @@ mod tests {
 
     /// MySQL on the consumer task, Elasticsearch through a one-worker pool that rejects when busy.
     fn driver(mysql: &Arc<Fake>, es: &Arc<Fake>, letters: &Letters) -> Driver<Letters> {
-        let cfg = WriterConfig::parse_from([
+        driver_with(mysql, es, letters, "1/1/0/reject", &[])
+    }
+
+    fn driver_with(mysql: &Arc<Fake>, es: &Arc<Fake>, letters: &Letters, es_pool: &str, extra: &[&str]) -> Driver<Letters> {
+        let mut args = vec![
             "writer",
             "--sync-stores",
             "mysql",
             "--pool",
             "per-store",
             "--pool-es",
-            "1/1/0/reject",
+            es_pool,
             "--retry-min-ms",
             "1",
             "--retry-max-ms",
             "4",
-        ]);
+        ];
+        args.extend_from_slice(extra);
+        let cfg = WriterConfig::parse_from(args);
         let stores: Vec<Arc<dyn Sink>> = vec![mysql.clone(), es.clone()];
         Driver::new(&cfg, stores, letters.clone())
     }
@@ -185,10 +219,10 @@ mod tests {
         *es.flaky.lock().unwrap() = 3;
         let letters = Letters::default();
         let d = driver(&mysql, &es, &letters);
-        assert_eq!(d.pooled_writes(), 1);
+        assert_eq!(d.pooled_writes(3), 1);
         let (tx, mut rx) = mpsc::unbounded_channel();
         for (n, ids) in [["a", "poison-1", "b"], ["c", "d", "e"]].into_iter().enumerate() {
-            let ticket = Ticket::new(n as u64, d.pooled_writes(), tx.clone());
+            let ticket = Ticket::new(n as u64, d.pooled_writes(ids.len()), tx.clone());
             d.dispatch(Arc::new(batch(&ids)), 100, ticket).await.unwrap();
         }
         let mut done = Vec::new();
@@ -210,6 +244,44 @@ mod tests {
             ids.sort();
             assert_eq!(ids, ["a", "b", "c", "d", "e"], "{}", store.kind);
         }
+    }
+
+    #[tokio::test]
+    async fn with_a_job_max_the_pool_gets_one_job_per_slice_and_the_sync_store_one_call() {
+        let (mysql, es) = (Arc::new(Fake::of(StoreKind::Mysql)), Arc::new(Fake::of(StoreKind::Es)));
+        let letters = Letters::default();
+        // A one-worker pool with a queue, so slices wait rather than being rejected.
+        let d = driver_with(&mysql, &es, &letters, "1/1/8/block", &["--pool-job-max", "2"]);
+        let ids = ["a", "b", "c", "d", "e"];
+        assert_eq!(d.pooled_writes(ids.len()), 3);
+        assert_eq!(d.pooled_writes(2), 1);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        d.dispatch(Arc::new(batch(&ids)), 500, Ticket::new(0, d.pooled_writes(ids.len()), tx.clone())).await.unwrap();
+        assert_eq!(rx.recv().await, Some(Completion { batch: 0, ok: true }));
+        // Reported once, after the last slice.
+        assert!(rx.try_recv().is_err());
+        assert_eq!(*mysql.calls.lock().unwrap(), 1, "the synchronous store takes the batch in one call");
+        assert_eq!(*es.calls.lock().unwrap(), 3, "the pooled store takes [a, b], [c, d], [e]");
+        assert_eq!(*es.stored.lock().unwrap(), ids);
+        // A refusal stays in its slice: the others are stored, the poison dead-lettered once per store.
+        let ids = ["f", "poison-1", "g"];
+        d.dispatch(Arc::new(batch(&ids)), 300, Ticket::new(1, d.pooled_writes(ids.len()), tx)).await.unwrap();
+        assert_eq!(rx.recv().await, Some(Completion { batch: 1, ok: true }));
+        let mut stored = es.stored.lock().unwrap().clone();
+        stored.sort();
+        assert_eq!(stored, ["a", "b", "c", "d", "e", "f", "g"]);
+        let mut got = letters.0.lock().unwrap().clone();
+        got.sort();
+        assert_eq!(got, [("es".to_string(), "poison-1".to_string()), ("mysql".into(), "poison-1".into())]);
+    }
+
+    #[test]
+    fn a_batch_is_cut_into_slices_of_at_most_job_max() {
+        assert_eq!(slices(500, 0), 1);
+        assert_eq!(slices(500, 1), 500);
+        assert_eq!(slices(500, 500), 1);
+        assert_eq!(slices(501, 500), 2);
+        assert_eq!(slices(0, 1), 1);
     }
 
     #[tokio::test]

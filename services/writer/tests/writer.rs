@@ -56,6 +56,22 @@ async fn policy_b_all_async_shared_pool() {
 }
 
 #[tokio::test]
+async fn policy_c_with_the_references_job_shape_caller_runs_and_loses_nothing() {
+    // One pool job per 7 messages and store (the reference's was 1; 7 leaves a short last slice)
+    // through a pool small enough that caller-runs fires: 20,000 messages make at least
+    // 3 x 20,000 / 7 = 8,571 jobs, where whole-batch jobs would make a few hundred.
+    policy_run(
+        "c_jobs",
+        &["--sync-stores", "mysql", "--pool", "shared", "--pool-shared", "2/4/8/caller-runs", "--pool-job-max", "7"],
+        &[
+            ("writer_pool_completed_total{pool=\"shared\"}", 8_571.0),
+            ("writer_pool_caller_runs_total{pool=\"shared\"}", 1.0),
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn policy_b_all_async_per_store_reject_policy() {
     // Tiny pools with the `reject` policy: rejections happen, and nothing is lost to them.
     policy_run(

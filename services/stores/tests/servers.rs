@@ -6,9 +6,10 @@ use pipeline_common::kafka::{client_config, ensure_topic, group_lag, producer_co
 use pipeline_common::message::{shard_of, shard_table, Limits, NewMessage, SHARDS};
 use pipeline_common::Message;
 use pipeline_stores::mysql::MysqlStore;
-use pipeline_stores::Backend;
+use pipeline_stores::redis::{RedisArgs, RedisStore};
 use pipeline_stores::Overwrite::Older;
 use pipeline_stores::StoreKind;
+use pipeline_stores::{Audit, Backend, Sink};
 use pipeline_testkit::{exclusive, Namespace};
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -216,4 +217,81 @@ async fn the_mongo_audit_reads_every_document_once() {
     let odd: Vec<_> = audited.iter().filter(|a| a.digest.is_none()).collect();
     assert_eq!(odd.len(), 1, "and only it is not a message");
     store.reset().await.unwrap();
+}
+
+/// A Redis user that may run every command but SCAN (`ACL SETUSER`), for the database `url`
+/// names: a store connected as it fails loudly (NoPerm) on any SCAN, whoever else uses the server.
+async fn redis_without_scan(conn: &mut redis::aio::MultiplexedConnection, url: &str) -> RedisArgs {
+    let (user, pass) = ("t-no-scan", "t-no-scan-pass");
+    redis::cmd("ACL")
+        .arg(&["SETUSER", user, "reset", "on", &format!(">{pass}"), "~*", "&*", "+@all", "-scan"][..])
+        .query_async::<()>(conn)
+        .await
+        .unwrap();
+    let mut url = url::Url::parse(url).unwrap();
+    url.set_username(user).unwrap();
+    url.set_password(Some(pass)).unwrap();
+    RedisArgs { url: url.to_string(), url_file: None, ca_file: None }
+}
+
+/// Redis counts and audits from its id index, never with a SCAN (which walks the whole keyspace
+/// on the server: 9.4 s for one round's prefix at five million messages): a store connected as a
+/// user that may not SCAN counts, audits, deletes and resets. A Redis written before the index,
+/// or flushed under a writer, is still counted exactly (by SCAN) until `prepare` rebuilds it.
+#[tokio::test]
+async fn redis_counts_and_audits_from_its_index_without_a_scan() {
+    let _g = exclusive().await;
+    let ns = Namespace::new("ridx").await;
+    let store = RedisStore::connect(&ns.stores.redis).await.unwrap();
+    let mut conn =
+        redis::Client::open(ns.stores.redis.url.as_str()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let no_scan = RedisStore::connect(&redis_without_scan(&mut conn, &ns.stores.redis.url).await).await.unwrap();
+    // Keys as a writer from before the index wrote them: plain SETs, no index.
+    for m in messages(3, "old") {
+        redis::cmd("SET").arg(format!("msg:{}", m.id)).arg(m.to_json()).query_async::<()>(&mut conn).await.unwrap();
+    }
+    assert_eq!(store.count().await.unwrap(), 3, "no index yet: counted by SCAN");
+    let refused = no_scan.count().await.expect_err("without the index a count needs SCAN");
+    assert!(refused.to_string().contains("permissions to run the 'scan' command"), "{refused}");
+    store.prepare().await.unwrap();
+
+    let batch = messages(1500, "rt"); // more than one page of the index (1,000)
+    no_scan.write(&batch, Older).await.unwrap();
+    no_scan.write(&batch[..200], Older).await.unwrap(); // a redelivery adds nothing
+    let mut newer = batch[7].clone();
+    newer.version += 1;
+    newer.body = "a newer version".into();
+    no_scan.write(&[newer.clone()], Older).await.unwrap();
+    assert_eq!(no_scan.count().await.unwrap(), 1503);
+    let mut ids: Vec<String> = no_scan.audit("rt-").await.unwrap().into_iter().map(|a| a.id).collect();
+    ids.sort();
+    assert_eq!(ids, batch.iter().map(|m| m.id.clone()).collect::<Vec<_>>(), "exactly the rt- ids, once each");
+    assert_eq!(no_scan.audit("old-").await.unwrap().len(), 3);
+    assert_eq!(no_scan.audit("").await.unwrap().len(), 1503);
+    let tail = no_scan.audit("rt-0149").await.unwrap();
+    assert_eq!(tail.len(), 10);
+    assert!(tail.iter().all(|a| a.id.starts_with("rt-0149")));
+    no_scan.delete(&[batch[0].id.clone(), "never-written".into()]).await.unwrap();
+    assert_eq!(no_scan.count().await.unwrap(), 1502, "a delete leaves the index");
+    assert_eq!(no_scan.fetch(&[newer.id.clone()]).await.unwrap(), vec![newer], "the newer version is held");
+
+    // A key the index does not name (a writer from before it, still running): not trusted.
+    redis::cmd("SET").arg("msg:stray").arg("{}").query_async::<()>(&mut conn).await.unwrap();
+    assert_eq!(store.count().await.unwrap(), 1503, "counted by SCAN once the index is not whole");
+    store.prepare().await.unwrap();
+    assert_eq!(no_scan.count().await.unwrap(), 1503, "rebuilt by prepare");
+
+    store.reset().await.unwrap();
+    assert_eq!(no_scan.count().await.unwrap(), 0, "empty after reset, and the index trusted");
+    no_scan.write(&batch[..5], Older).await.unwrap();
+    assert_eq!(no_scan.count().await.unwrap(), 5);
+
+    // Flushed under a writer: the keys written next are counted by SCAN until prepare rebuilds.
+    redis::cmd("FLUSHDB").query_async::<()>(&mut conn).await.unwrap();
+    store.write(&batch[..4], Older).await.unwrap();
+    assert_eq!(store.count().await.unwrap(), 4, "flushed: counted by SCAN");
+    store.prepare().await.unwrap();
+    assert_eq!(no_scan.count().await.unwrap(), 4);
+    assert_eq!(no_scan.audit("").await.unwrap().len(), 4);
+    redis::cmd("ACL").arg(&["DELUSER", "t-no-scan"][..]).query_async::<()>(&mut conn).await.unwrap();
 }

@@ -1,7 +1,9 @@
-//! Redis's audit side: counting, auditing, fetching, deleting and resetting, every walk of the
-//! keyspace through SCAN (never KEYS), so reconcile does not stall a Redis that the writer is
-//! still using.
+//! Redis's audit side: counting, auditing, fetching, deleting and resetting. Counting and
+//! auditing read the id index (index.rs) when it is trusted; otherwise, and to rebuild it, they
+//! walk the keyspace through SCAN (never KEYS), so reconcile does not stall a Redis that the
+//! writer is still using.
 
+use super::index::INDEX;
 use super::store::{err, key, RedisStore, KEY_PREFIX, SCAN_COUNT};
 use crate::{Audit, Audited, StoreError};
 use async_trait::async_trait;
@@ -17,7 +19,7 @@ impl RedisStore {
 
     /// Calls `each` with every chunk of the keys of ids that start with `prefix`: the server
     /// still walks the whole keyspace, but only matching keys (and their values) cross the wire.
-    async fn scan_prefix(&self, prefix: &str, mut each: impl AsyncChunk) -> Result<(), StoreError> {
+    pub(super) async fn scan_prefix(&self, prefix: &str, mut each: impl AsyncChunk) -> Result<(), StoreError> {
         let mut conn = self.conn.clone();
         let mut cursor: u64 = 0;
         loop {
@@ -53,7 +55,7 @@ fn glob_escaped(s: &str) -> String {
 
 /// What to do with one SCAN chunk (a trait, because async closures borrowing state are awkward).
 #[async_trait]
-trait AsyncChunk: Send {
+pub(super) trait AsyncChunk: Send {
     async fn chunk(&mut self, conn: &mut ConnectionManager, keys: Vec<String>) -> Result<(), StoreError>;
 }
 
@@ -86,12 +88,18 @@ impl AsyncChunk for Fingerprints {
     }
 }
 
-struct Delete;
+/// Keys and their index members deleted together (`delete.lua`).
+struct Delete<'a>(&'a redis::Script);
 #[async_trait]
-impl AsyncChunk for Delete {
+impl AsyncChunk for Delete<'_> {
     async fn chunk(&mut self, conn: &mut ConnectionManager, keys: Vec<String>) -> Result<(), StoreError> {
         if !keys.is_empty() {
-            let _: i64 = redis::cmd("UNLINK").arg(&keys).query_async(conn).await.map_err(err)?;
+            let mut call = self.0.prepare_invoke();
+            call.key(INDEX);
+            for k in &keys {
+                call.key(k);
+            }
+            let _: i64 = call.invoke_async(conn).await.map_err(err)?;
         }
         Ok(())
     }
@@ -107,6 +115,9 @@ impl<T: AsyncChunk> AsyncChunk for &mut T {
 #[async_trait]
 impl Audit for RedisStore {
     async fn count(&self) -> Result<u64, StoreError> {
+        if let Some(n) = self.indexed_count().await? {
+            return Ok(n);
+        }
         let mut keys = Keys(Vec::new());
         self.scan(&mut keys).await?;
         // SCAN may return a key twice while the keyspace is being resized: count distinct keys.
@@ -117,6 +128,10 @@ impl Audit for RedisStore {
 
     async fn audit(&self, prefix: &str) -> Result<Vec<Audited>, StoreError> {
         let mut all = Fingerprints(Vec::new());
+        if self.indexed_count().await?.is_some() {
+            self.walk_index(prefix, &mut all).await?;
+            return Ok(all.0);
+        }
         self.scan_prefix(prefix, &mut all).await?;
         // SCAN may return a key twice while the keyspace is being resized: keep distinct keys.
         all.0.sort_unstable_by(|a, b| a.id.cmp(&b.id));
@@ -139,14 +154,20 @@ impl Audit for RedisStore {
 
     async fn delete(&self, ids: &[String]) -> Result<(), StoreError> {
         let mut conn = self.conn.clone();
+        let mut delete = Delete(&self.delete);
         for chunk in ids.chunks(SCAN_COUNT) {
-            let keys: Vec<String> = chunk.iter().map(|id| key(id)).collect();
-            let _: i64 = redis::cmd("UNLINK").arg(&keys).query_async(&mut conn).await.map_err(err)?;
+            delete.chunk(&mut conn, chunk.iter().map(|id| key(id)).collect()).await?;
         }
         Ok(())
     }
 
+    /// Every message deleted with its member; the index is trusted afterwards (rebuilt when it
+    /// was not), as after `prepare`.
     async fn reset(&self) -> Result<(), StoreError> {
-        self.scan(Delete).await
+        self.scan(Delete(&self.delete)).await?;
+        if self.indexed_count().await?.is_none() {
+            self.rebuild_index().await?;
+        }
+        Ok(())
     }
 }

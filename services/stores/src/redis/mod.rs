@@ -1,9 +1,10 @@
-//! Redis: `SET msg:<id> <message json>`, one pipeline per batch.
+//! Redis: `SET msg:<id> <message json>`, one script call per batch, and the id index `msg-ids`.
 
 mod args;
 mod audit;
 #[cfg(feature = "fixture")]
 mod fixture;
+mod index;
 mod store;
 
 pub use args::RedisArgs;

@@ -1,10 +1,10 @@
 //! Redis: `msg:<id>` holds the message's JSON (with its version), one script call per batch.
 //!
 //! The script (`newer.lua`) writes each message only over an older version of its id, which
-//! makes a redelivery a no-op and two versions end as the newer one whatever their order.
-//! Counting, auditing and resetting use SCAN, never KEYS, so reconcile does not stall a Redis
-//! that the writer is still using.
+//! makes a redelivery a no-op and two versions end as the newer one whatever their order. The same
+//! script keeps the id index (index.rs) that counting and auditing read.
 
+use super::index::INDEX;
 use super::RedisArgs;
 use crate::Sink;
 use crate::{Backend, Overwrite, Rejected, StoreError, StoreKind, CONNECT_TIMEOUT};
@@ -32,6 +32,12 @@ pub struct RedisStore {
     pub(super) conn: ConnectionManager,
     /// `newer.lua`, sent by its SHA-1 (EVALSHA) once the server has it.
     newer: redis::Script,
+    /// `delete.lua`: messages and their index members deleted together.
+    pub(super) delete: redis::Script,
+    /// `adopt.lua`: one step of an index rebuild.
+    pub(super) adopt: redis::Script,
+    /// `count.lua`: the count from the index, when it can be trusted.
+    pub(super) count: redis::Script,
 }
 
 #[async_trait]
@@ -61,7 +67,13 @@ impl Backend for RedisStore {
             .await
             .map_err(|_| err("connect timed out"))?
             .map_err(err)?;
-        Ok(Self { conn, newer: redis::Script::new(include_str!("newer.lua")) })
+        Ok(Self {
+            conn,
+            newer: redis::Script::new(include_str!("newer.lua")),
+            delete: redis::Script::new(include_str!("delete.lua")),
+            adopt: redis::Script::new(include_str!("adopt.lua")),
+            count: redis::Script::new(include_str!("count.lua")),
+        })
     }
 }
 
@@ -71,9 +83,14 @@ impl Sink for RedisStore {
         KIND
     }
 
+    /// PING, and the id index rebuilt when it is not trusted (a fresh or flushed Redis: an empty
+    /// walk; one written before the index: a walk of every key, once).
     async fn prepare(&self) -> Result<(), StoreError> {
         let mut conn = self.conn.clone();
         let _: String = redis::cmd("PING").query_async(&mut conn).await.map_err(err)?;
+        if self.indexed_count().await?.is_none() {
+            self.rebuild_index().await?;
+        }
         Ok(())
     }
 
@@ -86,6 +103,7 @@ impl Sink for RedisStore {
             Overwrite::Older => "gt",
             Overwrite::OlderOrSame => "ge",
         });
+        call.key(INDEX);
         for m in batch {
             call.key(key(&m.id)).arg(m.version.to_string()).arg(m.to_json());
         }

@@ -193,7 +193,13 @@ mod tests {
         driver_with(mysql, es, letters, "1/1/0/reject", &[])
     }
 
-    fn driver_with(mysql: &Arc<Fake>, es: &Arc<Fake>, letters: &Letters, es_pool: &str, extra: &[&str]) -> Driver<Letters> {
+    fn driver_with(
+        mysql: &Arc<Fake>,
+        es: &Arc<Fake>,
+        letters: &Letters,
+        es_pool: &str,
+        extra: &[&str],
+    ) -> Driver<Letters> {
         let mut args = vec![
             "writer",
             "--sync-stores",

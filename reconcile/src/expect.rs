@@ -119,11 +119,17 @@ impl IdSource {
 
     /// Roughly how many ids `load` will give: the summary's counts, else a guess from the file
     /// sizes (an id and its tag take about 40 bytes). Reserving it avoids rehashing millions of
-    /// ids while the table grows.
+    /// ids while the table grows. The summary is only a hint, read before it is checked against
+    /// the log: never more than the log could hold (a line is at least 10 bytes), so a summary
+    /// that says 10^12 cannot make the reservation abort the process.
     pub(crate) fn size_hint(&self) -> usize {
-        let bytes = |p: &Path| std::fs::metadata(p).map(|m| m.len() as usize).unwrap_or(0);
+        let bytes =
+            |p: &Path| std::fs::metadata(p).map(|m| usize::try_from(m.len()).unwrap_or(usize::MAX)).unwrap_or(0);
         match self {
-            IdSource::K6Log { summary: Some(s), .. } => (s.accepted + s.uncertain + s.refused) as usize,
+            IdSource::K6Log { summary: Some(s), path, .. } => {
+                let said = s.accepted.saturating_add(s.uncertain).saturating_add(s.refused);
+                usize::try_from(said).unwrap_or(usize::MAX).min(bytes(path) / 10)
+            }
             IdSource::K6Log { path, .. } => bytes(path) / 40,
             IdSource::Plain { accepted, uncertain } => (bytes(accepted) + uncertain.as_deref().map_or(0, bytes)) / 20,
         }
@@ -173,6 +179,12 @@ mod tests {
         let counts = src.load(|id, e, _| got.push((id.to_string(), e))).unwrap();
         assert_eq!(counts, LogCounts { accepted: 1, uncertain: 1, refused: 0 });
         assert_eq!(got, [("a".to_string(), Expect::Accepted), ("u".to_string(), Expect::Uncertain)]);
+        let huge = file(
+            "huge.json",
+            r#"{"accepted": 18446744073709551615, "uncertain": 1, "ids": {"file": "run.ids", "run": "r9"}}"#,
+        );
+        let Expected::Ids(src) = from_file(&huge).unwrap() else { panic!("ids expected") };
+        assert!(src.size_hint() <= 7, "a hint no larger than the log's lines: {}", src.size_hint());
         let lying = file("lying.json", r#"{"accepted": 5, "ids": {"file": "run.ids", "run": "r9"}}"#);
         let Expected::Ids(src) = from_file(&lying).unwrap() else { panic!("ids expected") };
         assert!(src.load(|_, _, _| {}).unwrap_err().to_string().contains("summary says"));

@@ -163,7 +163,7 @@ async fn repair_one(
         for r in &refused {
             out.refused.add_with(&r.id, || format!("{}: {}", r.id, r.reason));
         }
-        out.repaired += (msgs.len() - refused.len()) as u64;
+        out.repaired += msgs.len().saturating_sub(refused.len()) as u64;
         // Read back: what the store holds now, compared again.
         for m in patient::fetch(target, chunk).await? {
             let (now, want) = (Digest::of_message(&m), refs.get(m.id.as_str()));

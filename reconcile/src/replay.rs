@@ -147,7 +147,7 @@ pub(crate) async fn run(
         for chunk in items.chunks(BATCH) {
             let msgs: Vec<Message> = chunk.iter().map(|(_, m)| m.clone()).collect();
             let refused = crate::patient::write(store.as_ref(), &msgs, Overwrite::Older).await?;
-            *tally.written.entry(name.clone()).or_default() += (msgs.len() - refused.len()) as u64;
+            *tally.written.entry(name.clone()).or_default() += msgs.len().saturating_sub(refused.len()) as u64;
             for rej in refused {
                 let Some((r, m)) = chunk.iter().find(|(_, m)| m.id == rej.id) else { continue };
                 if let Some(p) = &producer {

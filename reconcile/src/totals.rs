@@ -16,12 +16,19 @@ pub(crate) struct Want {
     pub uncertain: u64,
 }
 
+/// `n - e` with its sign, for any two counts (a store's count is a server's answer, the
+/// expectation comes from a file): exact within ±2^63, never wrapped to the other sign.
+fn difference(n: u64, e: u64) -> i64 {
+    let d = i128::from(n) - i128::from(e);
+    i64::try_from(d).unwrap_or(if d < 0 { i64::MIN } else { i64::MAX })
+}
+
 fn counts_json(counts: &Counts, want: Option<Want>) -> serde_json::Value {
     counts
         .iter()
         .map(|(k, n)| {
             let e = want.map(|w| w.accepted);
-            json!({ "store": k, "count": n, "expected": e, "difference": e.map(|e| *n as i64 - e as i64) })
+            json!({ "store": k, "count": n, "expected": e, "difference": e.map(|e| difference(*n, e)) })
         })
         .collect()
 }
@@ -31,7 +38,7 @@ fn counts_json(counts: &Counts, want: Option<Want>) -> serde_json::Value {
 pub(crate) fn print_counts(counts: &Counts, want: Option<Want>, source: &str, as_json: bool) -> u8 {
     let first = counts.first().map(|c| c.1).unwrap_or(0);
     let fits = |n: u64| match want {
-        Some(w) => n >= w.accepted && n <= w.accepted + w.uncertain,
+        Some(w) => n >= w.accepted && n <= w.accepted.saturating_add(w.uncertain),
         None => n == first,
     };
     let ok = counts.iter().all(|(_, n)| fits(*n));
@@ -55,10 +62,10 @@ pub(crate) fn print_counts(counts: &Counts, want: Option<Want>, source: &str, as
         for (k, n) in counts {
             let (e, d) = match want {
                 Some(w) if w.uncertain > 0 => (
-                    format!("{}..{}", w.accepted, w.accepted + w.uncertain),
-                    format!("{:+}", *n as i64 - w.accepted as i64),
+                    format!("{}..{}", w.accepted, w.accepted.saturating_add(w.uncertain)),
+                    format!("{:+}", difference(*n, w.accepted)),
                 ),
-                Some(w) => (w.accepted.to_string(), format!("{:+}", *n as i64 - w.accepted as i64)),
+                Some(w) => (w.accepted.to_string(), format!("{:+}", difference(*n, w.accepted))),
                 None => ("-".into(), "-".into()),
             };
             println!("{:<8} {:>12} {:>12} {:>12}", k.name(), n, e, d);
@@ -90,4 +97,18 @@ pub(crate) async fn reset(stores: &[Arc<dyn Store>], as_json: bool) -> anyhow::R
         println!("{}", if ok { "OK: every store reads 0, twice" } else { "NOT EMPTY: something is still writing" });
     }
     Ok(if ok { 0 } else { crate::MISMATCH })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::difference;
+
+    #[test]
+    fn a_difference_keeps_its_sign_whatever_the_counts() {
+        assert_eq!(difference(5, 7), -2);
+        assert_eq!(difference(7, 5), 2);
+        assert_eq!(difference(u64::MAX, 0), i64::MAX, "not -1");
+        assert_eq!(difference(0, u64::MAX), i64::MIN, "not +1");
+        assert_eq!(difference(1 << 63, 0), i64::MAX, "not i64::MIN");
+    }
 }

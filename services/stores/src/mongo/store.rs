@@ -71,13 +71,19 @@ struct Sorted<'a> {
     refused: Vec<Rejected>,
 }
 
-/// Sorts the write errors of an insert (`index` into `batch`).
+/// Sorts the write errors of an insert (`index` into `batch`). A server that names one index
+/// twice still gets each message sorted once: the writer counts what it stored as the batch
+/// less what was refused, and dead-letters each refusal.
 fn sort_errors<'a>(
     errors: impl Iterator<Item = (usize, i32, String)>,
     batch: &[&'a Message],
 ) -> Result<Sorted<'a>, (i32, String)> {
     let mut out = Sorted { held: Vec::new(), refused: Vec::new() };
+    let mut seen = std::collections::HashSet::<usize>::new();
     for (index, code, message) in errors {
+        if !seen.insert(index) {
+            continue;
+        }
         match (code, batch.get(index)) {
             (DUPLICATE_KEY, Some(m)) => out.held.push(*m),
             (code, Some(m)) if PERMANENT_WRITE_ERRORS.contains(&code) => {
@@ -180,5 +186,32 @@ impl Sink for MongoStore {
         let mut refused = sorted.refused;
         refused.extend(self.replace_older(&sorted.held, overwrite).await?);
         Ok(refused)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pipeline_common::message::{Limits, NewMessage};
+
+    fn message(id: &str) -> Message {
+        NewMessage { id: Some(id.into()), sender: "s".into(), recipient: "r".into(), body: "b".into(), sent_at: None }
+            .into_message(Limits::default(), time::OffsetDateTime::now_utc(), 1)
+            .unwrap()
+    }
+
+    #[test]
+    fn an_index_named_twice_is_sorted_once() {
+        let (a, b) = (message("a"), message("b"));
+        let batch = [&a, &b];
+        let errors = [
+            (0, 121, "x".to_string()),
+            (0, 121, "x".to_string()),
+            (1, DUPLICATE_KEY, "d".to_string()),
+            (1, DUPLICATE_KEY, "d".to_string()),
+        ];
+        let sorted = sort_errors(errors.into_iter(), &batch).unwrap();
+        assert_eq!(sorted.refused.len(), 1, "one refusal for message a");
+        assert_eq!(sorted.held.len(), 1, "message b held once");
     }
 }

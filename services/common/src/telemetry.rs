@@ -7,6 +7,7 @@
 
 use crate::catalog;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use std::io::IsTerminal;
 use std::sync::OnceLock;
 use time::OffsetDateTime;
 use tracing_subscriber::{fmt, EnvFilter};
@@ -27,11 +28,12 @@ pub fn boot() -> &'static Boot {
 }
 
 /// Installs the tracing subscriber: `RUST_LOG` filters (default `info`), `LOG_FORMAT=json` for
-/// machine-readable lines. Safe to call twice (tests spawn several apps in one process).
+/// machine-readable lines. Colours only on a terminal: a log file or a container's log gets plain
+/// text. Safe to call twice (tests spawn several apps in one process).
 pub fn init_tracing() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let json = std::env::var("LOG_FORMAT").map(|v| v == "json").unwrap_or(false);
-    let builder = fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(std::io::stderr().is_terminal());
     let _ = if json { builder.json().try_init() } else { builder.try_init() };
 }
 

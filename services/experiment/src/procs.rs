@@ -223,3 +223,34 @@ pub(crate) fn server_pid(root: &Path, name: &str) -> Option<u32> {
     let pid: u32 = std::fs::read_to_string(f).ok()?.trim().parse().ok()?;
     cpu_rss(Some(pid)).map(|_| pid)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every server of the running native stack keeps its data and pid in this checkout's stack
+    /// folder, nowhere shared: when OpenSearch's lived in the machine's build cache, a second
+    /// checkout's stack (CI's clone) wrote the same index, and its tests emptied the `messages`
+    /// of an hour's soak whose other three stores were intact. Needs `scripts/stack up`.
+    #[test]
+    fn every_servers_data_and_pid_are_this_checkouts() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let stack = crate::paths::stack_dir(&root).canonicalize().expect("the stack folder: run scripts/stack up");
+        let data = server_data(&root);
+        assert_eq!(data.len(), server_names().count(), "every server's data link (scripts/stack up): {data:?}");
+        for (name, link) in data
+            .iter()
+            .map(|(n, p)| (n.clone(), p.clone()))
+            .chain(server_names().map(|n| (n.to_string(), crate::paths::stack_dir(&root).join(format!("{n}.pid")))))
+        {
+            let real = link.canonicalize().unwrap_or_else(|e| panic!("{name}: {} resolves: {e}", link.display()));
+            assert!(
+                real.starts_with(&stack),
+                "{name}: {} is {}, outside {}",
+                link.display(),
+                real.display(),
+                stack.display()
+            );
+        }
+    }
+}

@@ -75,6 +75,9 @@ pub(crate) fn evaluate(
     if let Some(e) = &r.record.setup_error {
         out.push(gate("setup", false, e.clone()));
     }
+    if let Some(u) = &r.record.unfinished {
+        out.push(gate("finished", false, format!("the runner {u}: its record is the one written before that step")));
+    }
     if let Some(f) = &r.record.fault {
         out.push(Gate {
             name: "fault",
@@ -319,5 +322,23 @@ mod tests {
         // The other gates still judge: a round without k6's error count stays invalid.
         assert_eq!(verdict(&shown, "k6-errors"), Some(Verdict::Fail));
         assert!(!valid(&shown));
+    }
+
+    /// The record a runner leaves when it is stopped during the final reconcile makes the round
+    /// invalid with that reason, and the finished record does not.
+    #[test]
+    fn a_round_whose_runner_stopped_before_its_end_is_invalid_and_says_why() {
+        let (mut r, s) = slow_open_round();
+        let plan = Plan { load: LoadKind::Open, duration: "10s".into(), ..Plan::default() };
+        assert_eq!(verdict(&evaluate(&plan, &r, &s, &BTreeMap::new()), "finished"), None);
+        r.record.unfinished = Some("stopped during the final reconcile, started 4220 s into the round".into());
+        let gates = evaluate(&plan, &r, &s, &BTreeMap::new());
+        assert_eq!(verdict(&gates, "finished"), Some(Verdict::Fail));
+        let g = gates.iter().find(|g| g.name == "finished").map(|g| g.detail.clone()).unwrap_or_default();
+        assert!(g.contains("during the final reconcile"), "{g}");
+        // Evidence from before the field reads as finished.
+        let old: RoundRecord = serde_json::from_str(r#"{"started_at": "", "writer_args": [], "boots": {}, "stops": [], "servers": [], "timeline_rows": 0, "ended_s": 1.0}"#)
+            .unwrap_or_else(|e| panic!("an old round.json: {e}"));
+        assert_eq!(old.unfinished, None);
     }
 }

@@ -75,6 +75,11 @@ pub(crate) struct RoundRecord {
     pub conditions: Vec<crate::condition::proxy::ProxyStats>,
     /// A step that failed before the load could run (the round is invalid with this reason).
     pub setup_error: Option<String>,
+    /// Set in the `round.json` written once the load is over, cleared in the one written at the
+    /// round's end: a runner stopped during a long reconcile (after an hour's soak, millions of
+    /// ids) still leaves a record the report reads, marked as unfinished rather than lost.
+    #[serde(default)]
+    pub unfinished: Option<String>,
     pub stops: Vec<String>,
     pub servers: Vec<(String, u32)>,
     pub timeline_rows: u64,
@@ -142,6 +147,7 @@ pub(crate) async fn run(ctx: &Ctx, slot: &Slot, dir: &Path) -> Result<RoundRecor
         rec.conditions = c.stop();
     }
     rec.ended_s = t0.elapsed().as_secs_f64();
+    rec.unfinished = None;
     write_json(&dir.join("round.json"), &rec)?;
     Ok(rec)
 }
@@ -245,6 +251,8 @@ async fn steps(
     }
 
     let c0 = t0.elapsed().as_secs_f64();
+    rec.unfinished = Some(format!("stopped during the final reconcile, started {c0:.0} s into the round"));
+    write_json(&dir.join("round.json"), rec)?;
     let summary = k6::summary_path(dir).display().to_string();
     let drain = ctx.plan.drain_timeout_s.to_string();
     // k6 ids begin with the run id: with the stores kept, only this round's are judged.

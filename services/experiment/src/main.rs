@@ -94,14 +94,7 @@ pub fn write_report(dir: &Path, font: Option<&Path>) -> anyhow::Result<bool> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    pipeline_common::telemetry::init_tracing();
     let cli = Cli::parse();
     let work = async {
         match cli.cmd {

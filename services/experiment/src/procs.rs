@@ -217,10 +217,14 @@ pub(crate) fn server_data(root: &Path) -> Vec<(String, PathBuf)> {
     server_names().map(|n| (n.to_string(), stack.join(format!("{n}.data")))).filter(|(_, p)| p.exists()).collect()
 }
 
+/// `<stack>/<name>.pid`, the pid file `scripts/stack` writes (or links) for one server.
+fn pid_file(root: &Path, name: &str) -> PathBuf {
+    crate::paths::stack_dir(root).join(format!("{name}.pid"))
+}
+
 /// One server's pid from its pid file, when that process is alive.
 pub(crate) fn server_pid(root: &Path, name: &str) -> Option<u32> {
-    let f = crate::paths::stack_dir(root).join(format!("{name}.pid"));
-    let pid: u32 = std::fs::read_to_string(f).ok()?.trim().parse().ok()?;
+    let pid: u32 = std::fs::read_to_string(pid_file(root, name)).ok()?.trim().parse().ok()?;
     cpu_rss(Some(pid)).map(|_| pid)
 }
 
@@ -238,11 +242,7 @@ mod tests {
         let stack = crate::paths::stack_dir(&root).canonicalize().expect("the stack folder: run scripts/stack up");
         let data = server_data(&root);
         assert_eq!(data.len(), server_names().count(), "every server's data link (scripts/stack up): {data:?}");
-        for (name, link) in data
-            .iter()
-            .map(|(n, p)| (n.clone(), p.clone()))
-            .chain(server_names().map(|n| (n.to_string(), crate::paths::stack_dir(&root).join(format!("{n}.pid")))))
-        {
+        for (name, link) in data.into_iter().chain(server_names().map(|n| (n.to_string(), pid_file(&root, n)))) {
             let real = link.canonicalize().unwrap_or_else(|e| panic!("{name}: {} resolves: {e}", link.display()));
             assert!(
                 real.starts_with(&stack),

@@ -4,6 +4,15 @@
 PIPELINE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PIPELINE_CACHE=${PIPELINE_CACHE:-$HOME/.cache/pipeline}
 
+# The servers' versions, read by the native stack (scripts/stack) and by the offline images of
+# compose/offline/images, which are built from the same packages. Debian bookworm versions this
+# was built and measured with; the same series is accepted when the archive has moved on to a
+# newer point release (old ones disappear from the mirror).
+MARIADB_PIN=1:10.11.14-0+deb12u2 MARIADB_SERIES='1:10.11.*'
+REDIS_PIN=5:7.0.15-1~deb12u7 REDIS_SERIES='5:7.0.*'
+PROMETHEUS_PIN=2.42.0+ds-5+deb12u1 PROMETHEUS_SERIES='2.42.0+ds-*'
+TANSU_VERSION=0.6.0
+
 # The Python venv of scripts/requirements.txt (nx-27017, k6, confluent-kafka). Its name carries a
 # hash of that file, so changed requirements get a new venv and nothing picks a stale one.
 venv_dir() { echo "$PIPELINE_CACHE/venv-$(sha256sum "$PIPELINE_ROOT/scripts/requirements.txt" | cut -c1-12)"; }

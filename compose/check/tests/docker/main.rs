@@ -1,7 +1,8 @@
 //! The Docker path for real: the image `compose/Dockerfile` builds, run by a Docker engine,
 //! against the native stack's servers (`scripts/stack up`).
 //!
-//! `compose/smoke` starts the engine, builds the image and runs this test with the image's name
+//! `compose/smoke` starts the engine, builds the image (and the offline servers' images, for
+//! offline.rs: the whole compose loop without a registry) and runs this test with the image's name
 //! in `PIPELINE_IMAGE`: `cargo test -p compose-check --features docker --test docker`. Without
 //! the feature it is not even compiled (a workspace `cargo test` has no engine to ask); with it,
 //! a missing engine or image fails loudly.
@@ -14,6 +15,8 @@
 
 #[path = "../shared/mod.rs"]
 mod shared;
+
+mod offline;
 
 use pipeline_common::kafka::group_lag;
 use pipeline_testkit::{exclusive, k6_bin, Namespace};

@@ -1,0 +1,198 @@
+//! The whole compose loop without a registry: `up → k6 → reconcile → stop → down` with the
+//! compose file as written plus compose/offline/docker-compose.offline.yml, whose servers, k6 and
+//! Prometheus are the local images compose/offline/images builds from the native stack's sources.
+//!
+//! Run by a real compose implementation (Debian's docker-compose, v1: the one this machine has;
+//! v1 knows no top-level `name:`, so it reads a copy without that line, as compose/smoke does).
+//! The compose file's own healthchecks and `depends_on` conditions order the start; every host
+//! port is moved to a free one, so the native stack keeps its own.
+
+use crate::shared::{self, Json};
+use crate::{docker, docker_ok, image};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// The variables compose/docker-compose.yml publishes a host port with.
+const PORTS: [&str; 9] = [
+    "MYSQL_PORT",
+    "REDIS_PORT",
+    "KAFKA_PORT",
+    "MONGO_PORT",
+    "ES_PORT",
+    "WRITER_METRICS_PORT",
+    "INGEST_PORT",
+    "PROMETHEUS_PORT",
+    "GRAFANA_PORT",
+];
+
+/// One compose project: its files, variables and name; `down -v` when dropped.
+struct Project {
+    name: String,
+    v1_file: tempfile_path::TempPath,
+    env: Vec<(String, String)>,
+}
+
+impl Project {
+    fn new() -> Project {
+        let root = shared::root();
+        let v1 = std::fs::read_to_string(root.join(shared::COMPOSE)).expect("compose file");
+        let v1: String = v1.lines().filter(|l| !l.starts_with("name: ")).map(|l| format!("{l}\n")).collect();
+        let v1_file = tempfile_path::TempPath::write("pipeline-offline", ".yml", &v1);
+        let tag = image();
+        let tag = tag.strip_prefix("pipeline:").unwrap_or_else(|| panic!("PIPELINE_IMAGE {tag}: the compose file's image is pipeline:TAG"));
+        let uid = Command::new("id").arg("-u").output().expect("id -u");
+        let gid = Command::new("id").arg("-g").output().expect("id -g");
+        let mut env: Vec<(String, String)> = PORTS.iter().map(|p| (p.to_string(), free_port().to_string())).collect();
+        env.extend([
+            ("PIPELINE_IMAGE_TAG".into(), tag.to_string()),
+            ("HOST_UID".into(), String::from_utf8_lossy(&uid.stdout).trim().to_string()),
+            ("HOST_GID".into(), String::from_utf8_lossy(&gid.stdout).trim().to_string()),
+        ]);
+        Project { name: format!("pipeline-offline-{}", std::process::id()), v1_file, env }
+    }
+
+    /// `docker-compose` with both files and this project's variables.
+    fn compose(&self, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
+        let root = shared::root();
+        Command::new("docker-compose")
+            .current_dir(&root)
+            .args(["--project-directory", "compose", "-p", &self.name, "-f"])
+            .arg(self.v1_file.path())
+            .args(["-f", "compose/offline/docker-compose.offline.yml"])
+            .args(args)
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .envs(extra_env.iter().copied())
+            .output()
+            .unwrap_or_else(|e| panic!("docker-compose {args:?}: {e}"))
+    }
+
+    fn compose_ok(&self, args: &[&str], extra_env: &[(&str, &str)]) -> String {
+        let out = self.compose(args, extra_env);
+        assert!(
+            out.status.success(),
+            "docker-compose {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    }
+
+    /// The containers of the project, by service.
+    fn containers(&self) -> Vec<(String, String)> {
+        let out = docker_ok(&[
+            "ps",
+            "-a",
+            "--filter",
+            &format!("label=com.docker.compose.project={}", self.name),
+            "--format",
+            "{{.Label \"com.docker.compose.service\"}} {{.Names}}",
+        ]);
+        out.lines().filter_map(|l| l.split_once(' ')).map(|(s, n)| (s.to_string(), n.to_string())).collect()
+    }
+}
+
+impl Drop for Project {
+    fn drop(&mut self) {
+        let _ = self.compose(&["down", "-v", "--remove-orphans"], &[]);
+    }
+}
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    l.local_addr().expect("its address").port()
+}
+
+#[test]
+fn the_compose_loop_runs_offline_up_k6_reconcile_down() {
+    let p = Project::new();
+    p.compose_ok(&["up", "-d", "--no-build"], &[]);
+
+    // Every service `up` started (servers, Prometheus, writer, ingest) reports its compose
+    // healthcheck healthy; the `registry` profile (Grafana, the exporters) is not among them.
+    let started: Vec<String> = p.containers().into_iter().map(|(s, _)| s).collect();
+    for s in ["mysql", "redis", "kafka", "mongo", "elasticsearch", "writer", "ingest", "prometheus"] {
+        assert!(started.iter().any(|x| x == s), "{s} was not started: {started:?}");
+    }
+    assert!(!started.iter().any(|x| x == "grafana"), "grafana has no local image and must stay in its profile");
+    let deadline = Instant::now() + Duration::from_secs(240);
+    for (service, name) in p.containers() {
+        loop {
+            let status = docker_ok(&["inspect", "-f", "{{.State.Health.Status}}", &name]);
+            if status == "healthy" {
+                break;
+            }
+            let logs = docker(&["logs", "--tail", "30", &name]);
+            assert!(
+                status != "unhealthy" && Instant::now() < deadline,
+                "{service} is {status}: {}{}",
+                String::from_utf8_lossy(&logs.stdout),
+                String::from_utf8_lossy(&logs.stderr)
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+
+    // k6 as the compose file runs it (profile `load`), from its local image, into k6/out/.
+    let run = format!("offline-test-{}", std::process::id());
+    let k6_env = [("VUS", "4"), ("DURATION", "5s"), ("WARMUP_ROUNDS", "1"), ("WARMUP", "2s"), ("K6_RUN", run.as_str())];
+    let out = p.compose_ok(&["--profile", "load", "run", "--rm", "k6"], &k6_env);
+    assert!(out.contains("accepted="), "k6 printed no summary: {out}");
+    let out_dir = shared::root().join("k6/out");
+    let _cleanup = RemoveOnDrop(vec![out_dir.join(format!("{run}.summary.json")), out_dir.join(format!("{run}.summary.ids"))]);
+
+    // reconcile from the image (profile `tools`), exact at id level and content.
+    let report = p.compose(
+        &["--profile", "tools", "run", "--rm", "reconcile", "--json", "diff", "--expect-from", &format!("/k6/out/{run}.summary.json")],
+        &[],
+    );
+    let json: Json = serde_json::from_slice(&report.stdout).unwrap_or(Json::Null);
+    assert_eq!(json["clean"], true, "reconcile diff: {json}\n{}", String::from_utf8_lossy(&report.stderr));
+    let stored = json["stores"].as_array().map(Vec::len).unwrap_or(0);
+    assert_eq!(stored, 4, "reconcile read four stores: {json}");
+    assert!(json["stores"][0]["count"].as_u64().unwrap_or(0) > 0, "nothing was stored: {json}");
+
+    // The engine's stop: the writer leaves on SIGTERM with exit 0 (everything committed).
+    p.compose_ok(&["stop"], &[]);
+    for (service, name) in p.containers() {
+        if service == "writer" || service == "ingest" {
+            let code = docker_ok(&["inspect", "-f", "{{.State.ExitCode}}", &name]);
+            assert_eq!(code, "0", "{service}'s exit after the engine's stop");
+        }
+    }
+}
+
+/// Files the test made in the checkout, removed however it ends.
+struct RemoveOnDrop(Vec<std::path::PathBuf>);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        for f in &self.0 {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
+
+/// A file in the temp folder, removed when dropped.
+mod tempfile_path {
+    use std::path::{Path, PathBuf};
+
+    pub struct TempPath(PathBuf);
+
+    impl TempPath {
+        pub fn write(prefix: &str, suffix: &str, content: &str) -> TempPath {
+            let p = std::env::temp_dir().join(format!("{prefix}-{}{suffix}", std::process::id()));
+            std::fs::write(&p, content).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            TempPath(p)
+        }
+
+        pub fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for TempPath {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+}

@@ -282,6 +282,15 @@ impl Plan {
         }
     }
 
+    /// Whether a whole unmeasured round of the pipeline runs before the first measured one
+    /// (after the servers' warm-up): yes for rounds of a minute, so that every measured round
+    /// follows one; not for a soak, whose own warm-up (`--warmup`, minutes at the soak's rate)
+    /// already is that round. Before this rule a soak of an hour first ran a whole unmeasured
+    /// soak of an hour (2026-12-06: killed 15 minutes into it).
+    pub(crate) fn warming_round(&self) -> bool {
+        self.warm_servers && self.window.is_empty()
+    }
+
     /// The soak's window in seconds, when the plan has windows.
     pub(crate) fn window_s(&self) -> Option<f64> {
         (!self.window.is_empty()).then(|| seconds(&self.window).ok()).flatten()

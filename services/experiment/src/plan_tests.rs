@@ -101,6 +101,10 @@ fn a_soak_needs_one_open_loop_rate_and_two_windows() {
     };
     soak.validate().expect("a soak");
     assert_eq!(soak.window_s(), Some(60.0));
+    // The servers are warmed, but no soak-long round runs before the soak: its warm-up is one.
+    assert!(soak.warm_servers && !soak.warming_round());
+    assert!(Plan::default().warming_round(), "minute-long rounds follow a whole warming round");
+    assert!(!Plan { warm_servers: false, ..Plan::default() }.warming_round());
     let bad = [
         Plan { load: LoadKind::Closed, ..soak.clone() },
         Plan { rates: vec![500, 600], ..soak.clone() },

@@ -166,7 +166,7 @@ pub(crate) async fn run_in(args: &RunArgs, held: Option<&File>) -> Result<(PathB
         servers,
     };
     let schedule = plan.schedule();
-    if plan.warm_servers {
+    if plan.warming_round() {
         // The stores' warm-up leaves OpenSearch dearer in the first round than in the second
         // (docs/performance.md, "Fresh servers and warm ones"): the first slot runs once more,
         // unmeasured, so every measured round follows a whole round of the pipeline.

@@ -14,6 +14,30 @@ pub const SHARDS: u32 = 16;
 /// Default largest body, in bytes of UTF-8.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 16 * 1024;
 
+/// The most `MAX_BODY_BYTES` may be set to: the largest body every store holds, so that a 202 is
+/// never followed by a store refusing the message for its size. MySQL is the tightest: the writer
+/// sends a row as hex (two bytes per body byte, `mysql::insert`) and a single row must fit one
+/// `max_allowed_packet`, 16 MiB by MariaDB's default, so 4 MiB of body is 8 MiB of SQL with
+/// room for the other fields. MongoDB's document limit (16 MiB of BSON, the body raw) and
+/// MEDIUMTEXT's 16 MiB are looser, and Elasticsearch's 100 MB request holds one such body
+/// escaped six times over in JSON. A MariaDB configured with a smaller `max_allowed_packet`
+/// lowers this bound (docs/trust.md). Proven in every real store by
+/// `stores/tests/versions.rs` `every_store_holds_the_largest_body_the_edge_may_allow`.
+pub const MAX_STORABLE_BODY_BYTES: usize = 4 << 20;
+
+/// `MAX_BODY_BYTES` as the ingest and the writer read it: 1 to [`MAX_STORABLE_BODY_BYTES`].
+pub fn parse_max_body_bytes(s: &str) -> Result<usize, String> {
+    let n: usize = s.trim().parse().map_err(|e| format!("{s:?}: {e}"))?;
+    if (1..=MAX_STORABLE_BODY_BYTES).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!(
+            "{n} bytes: must be 1 to {MAX_STORABLE_BODY_BYTES}, the largest body every store holds (MySQL takes a row \
+             as hex in one max_allowed_packet of 16 MiB)"
+        ))
+    }
+}
+
 /// Longest id, sender and recipient, in characters.
 pub const MAX_NAME_CHARS: usize = 64;
 
@@ -353,5 +377,16 @@ mod tests {
         let back = Message::decode(m.to_json().as_bytes(), Limits::default()).unwrap();
         assert_eq!(back, m);
         assert!(matches!(Message::decode(b"{}", Limits::default()), Err(DecodeError::Json(_))));
+    }
+
+    #[test]
+    fn max_body_bytes_is_bounded_by_what_every_store_holds() {
+        assert_eq!(parse_max_body_bytes("16384"), Ok(16384));
+        assert_eq!(parse_max_body_bytes(&MAX_STORABLE_BODY_BYTES.to_string()), Ok(MAX_STORABLE_BODY_BYTES));
+        let e = parse_max_body_bytes(&(MAX_STORABLE_BODY_BYTES + 1).to_string()).expect_err("over the bound");
+        assert!(e.contains("max_allowed_packet"), "{e}");
+        assert!(parse_max_body_bytes("0").is_err());
+        assert!(parse_max_body_bytes("18446744073709551615").is_err(), "no overflow in the request bound later");
+        assert!(parse_max_body_bytes("lots").is_err());
     }
 }

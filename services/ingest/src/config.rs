@@ -115,8 +115,9 @@ pub struct IngestConfig {
     /// Most messages in one batch POST.
     #[arg(long, env = "INGEST_MAX_BATCH", default_value_t = 1000)]
     pub max_batch: usize,
-    /// Largest message body, in bytes.
-    #[arg(long, env = "MAX_BODY_BYTES", default_value_t = pipeline_common::message::DEFAULT_MAX_BODY_BYTES)]
+    /// Largest message body, in bytes: at most 4 MiB (4194304), the largest body every store
+    /// holds, so a 202 is never followed by a store refusing the message for its size.
+    #[arg(long, env = "MAX_BODY_BYTES", default_value_t = pipeline_common::message::DEFAULT_MAX_BODY_BYTES, value_parser = pipeline_common::message::parse_max_body_bytes)]
     pub max_body_bytes: usize,
     /// Largest batch request, in bytes (a batch of 1,000 small messages fits easily). The
     /// single-message route reads at most what one valid message can take (see
@@ -275,6 +276,15 @@ mod tests {
         use clap::CommandFactory;
         let bare = pipeline_testkit::flags_without_help(&IngestConfig::command());
         assert!(bare.is_empty(), "flags without help: {bare:?}");
+    }
+
+    #[test]
+    fn a_body_limit_no_store_could_hold_is_refused_at_startup() {
+        use clap::Parser;
+        let parse = |v: &str| IngestConfig::try_parse_from(["ingest", "--max-body-bytes", v]).map(|c| c.max_body_bytes);
+        assert_eq!(parse("4194304").ok(), Some(4 << 20));
+        let e = parse("4194305").expect_err("over what MySQL takes in one packet");
+        assert!(e.to_string().contains("max_allowed_packet"), "{e}");
     }
 
     #[test]

@@ -183,8 +183,9 @@ pub struct WriterConfig {
     /// Dead-letter topic for records that cannot be decoded or that a store refuses for good.
     #[arg(long, env = "WRITER_DLQ_TOPIC", default_value = "messages.dlq")]
     pub dlq_topic: String,
-    /// Largest message body accepted, in bytes (larger records are dead-lettered).
-    #[arg(long, env = "MAX_BODY_BYTES", default_value_t = pipeline_common::message::DEFAULT_MAX_BODY_BYTES)]
+    /// Largest message body accepted, in bytes (larger records are dead-lettered); at most 4 MiB
+    /// (4194304), the largest body every store holds.
+    #[arg(long, env = "MAX_BODY_BYTES", default_value_t = pipeline_common::message::DEFAULT_MAX_BODY_BYTES, value_parser = pipeline_common::message::parse_max_body_bytes)]
     pub max_body_bytes: usize,
     /// Prometheus `/metrics` and `/healthz`.
     #[arg(long, env = "WRITER_METRICS_ADDR", default_value = "127.0.0.1:9464")]
@@ -232,6 +233,13 @@ impl WriterConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_body_limit_no_store_could_hold_is_refused_at_startup() {
+        let e = WriterConfig::try_parse_from(["writer", "--max-body-bytes", "4194305"]).expect_err("over the bound");
+        assert!(e.to_string().contains("max_allowed_packet"), "{e}");
+        assert!(WriterConfig::try_parse_from(["writer", "--max-body-bytes", "4194304"]).is_ok());
+    }
 
     #[test]
     fn defaults_reproduce_the_reference_experiment() {

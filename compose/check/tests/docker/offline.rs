@@ -39,7 +39,9 @@ impl Project {
         let v1: String = v1.lines().filter(|l| !l.starts_with("name: ")).map(|l| format!("{l}\n")).collect();
         let v1_file = tempfile_path::TempPath::write("pipeline-offline", ".yml", &v1);
         let tag = image();
-        let tag = tag.strip_prefix("pipeline:").unwrap_or_else(|| panic!("PIPELINE_IMAGE {tag}: the compose file's image is pipeline:TAG"));
+        let tag = tag
+            .strip_prefix("pipeline:")
+            .unwrap_or_else(|| panic!("PIPELINE_IMAGE {tag}: the compose file's image is pipeline:TAG"));
         let uid = Command::new("id").arg("-u").output().expect("id -u");
         let gid = Command::new("id").arg("-g").output().expect("id -g");
         let mut env: Vec<(String, String)> = PORTS.iter().map(|p| (p.to_string(), free_port().to_string())).collect();
@@ -138,11 +140,22 @@ fn the_compose_loop_runs_offline_up_k6_reconcile_down() {
     let out = p.compose_ok(&["--profile", "load", "run", "--rm", "k6"], &k6_env);
     assert!(out.contains("accepted="), "k6 printed no summary: {out}");
     let out_dir = shared::root().join("k6/out");
-    let _cleanup = RemoveOnDrop(vec![out_dir.join(format!("{run}.summary.json")), out_dir.join(format!("{run}.summary.ids"))]);
+    let _cleanup =
+        RemoveOnDrop(vec![out_dir.join(format!("{run}.summary.json")), out_dir.join(format!("{run}.summary.ids"))]);
 
     // reconcile from the image (profile `tools`), exact at id level and content.
     let report = p.compose(
-        &["--profile", "tools", "run", "--rm", "reconcile", "--json", "diff", "--expect-from", &format!("/k6/out/{run}.summary.json")],
+        &[
+            "--profile",
+            "tools",
+            "run",
+            "--rm",
+            "reconcile",
+            "--json",
+            "diff",
+            "--expect-from",
+            &format!("/k6/out/{run}.summary.json"),
+        ],
         &[],
     );
     let json: Json = serde_json::from_slice(&report.stdout).unwrap_or(Json::Null);

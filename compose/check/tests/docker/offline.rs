@@ -44,7 +44,15 @@ impl Project {
             .unwrap_or_else(|| panic!("PIPELINE_IMAGE {tag}: the compose file's image is pipeline:TAG"));
         let uid = Command::new("id").arg("-u").output().expect("id -u");
         let gid = Command::new("id").arg("-g").output().expect("id -g");
-        let mut env: Vec<(String, String)> = PORTS.iter().map(|p| (p.to_string(), free_port().to_string())).collect();
+        // Every listener is held until all are chosen, so no two variables get one port.
+        let held: Vec<std::net::TcpListener> =
+            PORTS.iter().map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("a free port")).collect();
+        let mut env: Vec<(String, String)> = PORTS
+            .iter()
+            .zip(&held)
+            .map(|(p, l)| (p.to_string(), l.local_addr().expect("its address").port().to_string()))
+            .collect();
+        drop(held);
         env.extend([
             ("PIPELINE_IMAGE_TAG".into(), tag.to_string()),
             ("HOST_UID".into(), String::from_utf8_lossy(&uid.stdout).trim().to_string()),
@@ -94,18 +102,40 @@ impl Project {
 }
 
 impl Drop for Project {
+    /// `down -v`, without panicking: a panic while a failed test unwinds would abort it and
+    /// lose the failure's message.
     fn drop(&mut self) {
-        let _ = self.compose(&["down", "-v", "--remove-orphans"], &[]);
+        let _ = Command::new("docker-compose")
+            .current_dir(shared::root())
+            .args(["--project-directory", "compose", "-p", &self.name, "-f"])
+            .arg(self.v1_file.path())
+            .args(["-f", "compose/offline/docker-compose.offline.yml", "down", "-v", "--remove-orphans"])
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .output();
     }
 }
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    l.local_addr().expect("its address").port()
+/// Projects of earlier runs that were killed before their `down` (their process is gone).
+fn remove_stale_projects() {
+    let label = "{{.Label \"com.docker.compose.project\"}}";
+    let names = docker_ok(&["ps", "-a", "--filter", "label=com.docker.compose.project", "--format", label]);
+    let names: std::collections::BTreeSet<&str> = names.lines().collect();
+    for name in names {
+        let Some(pid) = name.strip_prefix("pipeline-offline-") else { continue };
+        if std::path::Path::new("/proc").join(pid).exists() {
+            continue;
+        }
+        let ids = docker_ok(&["ps", "-aq", "--filter", &format!("label=com.docker.compose.project={name}")]);
+        for id in ids.lines() {
+            let _ = docker(&["rm", "-f", "-v", id]);
+        }
+        let _ = docker(&["network", "rm", &format!("{name}_default")]);
+    }
 }
 
 #[test]
 fn the_compose_loop_runs_offline_up_k6_reconcile_down() {
+    remove_stale_projects();
     let p = Project::new();
     p.compose_ok(&["up", "-d", "--no-build"], &[]);
 
@@ -136,12 +166,12 @@ fn the_compose_loop_runs_offline_up_k6_reconcile_down() {
 
     // k6 as the compose file runs it (profile `load`), from its local image, into k6/out/.
     let run = format!("offline-test-{}", std::process::id());
-    let k6_env = [("VUS", "4"), ("DURATION", "5s"), ("WARMUP_ROUNDS", "1"), ("WARMUP", "2s"), ("K6_RUN", run.as_str())];
-    let out = p.compose_ok(&["--profile", "load", "run", "--rm", "k6"], &k6_env);
-    assert!(out.contains("accepted="), "k6 printed no summary: {out}");
     let out_dir = shared::root().join("k6/out");
     let _cleanup =
         RemoveOnDrop(vec![out_dir.join(format!("{run}.summary.json")), out_dir.join(format!("{run}.summary.ids"))]);
+    let k6_env = [("VUS", "4"), ("DURATION", "5s"), ("WARMUP_ROUNDS", "1"), ("WARMUP", "2s"), ("K6_RUN", run.as_str())];
+    let out = p.compose_ok(&["--profile", "load", "run", "--rm", "k6"], &k6_env);
+    assert!(out.contains("accepted="), "k6 printed no summary: {out}");
 
     // reconcile from the image (profile `tools`), exact at id level and content.
     let report = p.compose(

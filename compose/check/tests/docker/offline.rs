@@ -15,19 +15,6 @@ use std::time::{Duration, Instant};
 /// The override file, from the repository root.
 const OVERRIDE: &str = "compose/offline/docker-compose.offline.yml";
 
-/// The variables compose/docker-compose.yml publishes a host port with.
-const PORTS: [&str; 9] = [
-    "MYSQL_PORT",
-    "REDIS_PORT",
-    "KAFKA_PORT",
-    "MONGO_PORT",
-    "ES_PORT",
-    "WRITER_METRICS_PORT",
-    "INGEST_PORT",
-    "PROMETHEUS_PORT",
-    "GRAFANA_PORT",
-];
-
 /// One compose project: its files, variables and name; `down -v` when dropped.
 struct Project {
     name: String,
@@ -47,13 +34,16 @@ impl Project {
             .unwrap_or_else(|| panic!("PIPELINE_IMAGE {tag}: the compose file's image is pipeline:TAG"));
         let uid = Command::new("id").arg("-u").output().expect("id -u");
         let gid = Command::new("id").arg("-g").output().expect("id -g");
-        // Every listener is held until all are chosen, so no two variables get one port.
+        // Every host port the file publishes moves to a free one. Every listener is held until
+        // all are chosen, so no two variables get one port.
+        let ports = shared::port_variables(&shared::compose());
+        assert!(ports.len() >= 9, "the compose file's published ports: {ports:?}");
         let held: Vec<std::net::TcpListener> =
-            PORTS.iter().map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("a free port")).collect();
-        let mut env: Vec<(String, String)> = PORTS
-            .iter()
+            ports.iter().map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("a free port")).collect();
+        let mut env: Vec<(String, String)> = ports
+            .into_iter()
             .zip(&held)
-            .map(|(p, l)| (p.to_string(), l.local_addr().expect("its address").port().to_string()))
+            .map(|(p, l)| (p, l.local_addr().expect("its address").port().to_string()))
             .collect();
         drop(held);
         env.extend([
@@ -64,16 +54,20 @@ impl Project {
         Project { name: format!("pipeline-offline-{}", std::process::id()), v1_file, env }
     }
 
-    /// `docker-compose` with both files and this project's variables.
-    fn compose(&self, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
-        let root = shared::root();
-        Command::new("docker-compose")
-            .current_dir(&root)
+    /// `docker-compose` with both files, this project's variables and `args`.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("docker-compose");
+        cmd.current_dir(shared::root())
             .args(["--project-directory", "compose", "-p", &self.name, "-f"])
             .arg(self.v1_file.path())
             .args(["-f", OVERRIDE])
             .args(args)
-            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        cmd
+    }
+
+    fn compose(&self, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
+        self.command(args)
             .envs(extra_env.iter().copied())
             .output()
             .unwrap_or_else(|e| panic!("docker-compose {args:?}: {e}"))
@@ -108,13 +102,7 @@ impl Drop for Project {
     /// `down -v`, without panicking: a panic while a failed test unwinds would abort it and
     /// lose the failure's message.
     fn drop(&mut self) {
-        let _ = Command::new("docker-compose")
-            .current_dir(shared::root())
-            .args(["--project-directory", "compose", "-p", &self.name, "-f"])
-            .arg(self.v1_file.path())
-            .args(["-f", OVERRIDE, "down", "-v", "--remove-orphans"])
-            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .output();
+        let _ = self.command(&["down", "-v", "--remove-orphans"]).output();
     }
 }
 

@@ -80,3 +80,13 @@ pub fn scalar(v: &Json) -> String {
         other => other.to_string(),
     }
 }
+
+/// The variables every host port is published with (`127.0.0.1:${VAR:-port}:port`, the form
+/// tests/compose/ports.rs holds the file to), in the order of the file.
+pub fn port_variables(c: &Json) -> Vec<String> {
+    services(c)
+        .values()
+        .flat_map(|s| s["ports"].as_array().cloned().unwrap_or_default())
+        .filter_map(|p| p.as_str()?.strip_prefix("127.0.0.1:${")?.split_once(":-").map(|(v, _)| v.to_string()))
+        .collect()
+}

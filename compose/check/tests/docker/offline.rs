@@ -25,6 +25,11 @@ struct Project {
 impl Project {
     fn new() -> Project {
         let root = shared::root();
+        // The secrets a user makes once before the first `up` (README, "Under Docker"): a clean
+        // clone has none, and compose refuses to start a service whose secret file is missing.
+        // The script leaves every existing file alone.
+        let made = Command::new(root.join("scripts/compose-secrets")).output().expect("scripts/compose-secrets");
+        assert!(made.status.success(), "scripts/compose-secrets: {}", String::from_utf8_lossy(&made.stderr));
         let v1 = std::fs::read_to_string(root.join(shared::COMPOSE)).expect("compose file");
         let v1: String = v1.lines().filter(|l| !l.starts_with("name: ")).map(|l| format!("{l}\n")).collect();
         let v1_file = tempfile_path::TempPath::write("pipeline-offline", ".yml", &v1);

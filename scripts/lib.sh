@@ -13,6 +13,18 @@ REDIS_PIN=5:7.0.15-1~deb12u7 REDIS_SERIES='5:7.0.*'
 PROMETHEUS_PIN=2.42.0+ds-5+deb12u1 PROMETHEUS_SERIES='2.42.0+ds-*'
 TANSU_VERSION=0.6.0
 
+# apt_pinned PACKAGE PIN SERIES [apt-get install options]: installs PACKAGE at PIN, else at the
+# newest of SERIES (a glob), saying so: Debian's mirror drops a point release once the next one
+# is out, and a fresh machine must still install. The one copy of that rule for every script that
+# installs a pinned package (scripts/stack, compose/engine, compose/smoke); the caller runs
+# `apt-get update` (each keeps its own once-only marker).
+apt_pinned() {
+  local pkg=$1 pin=$2 series=$3; shift 3
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" "$pkg=$pin" >/dev/null 2>&1 && return
+  echo "$pkg $pin is gone from the archive; installing the newest of its series $series" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" "$pkg=$series" >/dev/null
+}
+
 # The Python venv of scripts/requirements.txt (nx-27017, k6, confluent-kafka). Its name carries a
 # hash of that file, so changed requirements get a new venv and nothing picks a stale one.
 venv_dir() { echo "$PIPELINE_CACHE/venv-$(sha256sum "$PIPELINE_ROOT/scripts/requirements.txt" | cut -c1-12)"; }

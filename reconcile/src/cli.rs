@@ -7,6 +7,10 @@ use pipeline_common::config::KafkaArgs;
 use pipeline_stores::{StoreArgs, StoreKind};
 use std::path::PathBuf;
 
+/// The longest `--drain-timeout`: a deadline this far ahead is still a valid instant on every
+/// platform, where `u64::MAX` seconds overflowed `Instant` and panicked after connecting.
+const MAX_DRAIN_TIMEOUT_S: u64 = 7 * 24 * 3600;
+
 #[derive(Parser)]
 #[command(
     name = "reconcile",
@@ -17,8 +21,9 @@ pub(crate) struct Cli {
     pub kafka: KafkaArgs,
     #[command(flatten)]
     pub stores: StoreArgs,
-    /// Longest wait for the pipeline to drain, in seconds.
-    #[arg(long, global = true, env = "RECONCILE_DRAIN_TIMEOUT", default_value_t = 120)]
+    /// Longest wait for the pipeline to drain, in seconds (at most a week).
+    #[arg(long, global = true, env = "RECONCILE_DRAIN_TIMEOUT", default_value_t = 120,
+          value_parser = clap::value_parser!(u64).range(..=MAX_DRAIN_TIMEOUT_S))]
     pub drain_timeout: u64,
     /// The writer's dead-letter topic, read whole so that dead-lettered ids are reported as such.
     #[arg(long, global = true, env = "WRITER_DLQ_TOPIC", default_value = "messages.dlq")]

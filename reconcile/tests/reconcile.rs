@@ -137,3 +137,18 @@ async fn end_to_end_k6_closed_loop_reconciles() {
     let (code, diff) = ns.reconcile(60, &["diff", "--expect-from", summary.to_str().unwrap()]);
     assert_eq!(code, 0, "{diff}");
 }
+
+/// A drain timeout no clock can hold is bad input (exit 2, the flag named), not a panic: it was
+/// accepted, the stores connected, and the deadline's `Instant + Duration` overflowed (exit 101).
+#[tokio::test]
+async fn a_drain_timeout_beyond_any_clock_is_refused_as_bad_input() {
+    let ns = Namespace::new("drainmax").await;
+    let out = Command::new(pipeline_testkit::bin_path("reconcile"))
+        .args(["--drain-timeout", &u64::MAX.to_string(), "count", "--expect", "0"])
+        .envs(ns.env())
+        .output()
+        .expect("run reconcile");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--drain-timeout"), "{stderr}");
+}

@@ -103,6 +103,9 @@ mod tests {
         async fn write(&self, _: &[Message], _: Overwrite) -> Result<Vec<Rejected>, StoreError> {
             Ok(Vec::new())
         }
+        async fn holds(&self, _: &[Message]) -> Result<(), StoreError> {
+            Ok(())
+        }
     }
 
     #[async_trait]

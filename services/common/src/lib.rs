@@ -11,6 +11,7 @@ pub mod catalog;
 pub mod config;
 pub mod digest;
 pub mod kafka;
+pub mod largest;
 pub mod message;
 pub mod procstat;
 pub mod record;

@@ -96,6 +96,37 @@ pub trait Sink: Send + Sync {
     /// rule that makes every store end with the same version of an id. `Ok` means every record
     /// is stored (or a version it may not replace is) except the returned permanent rejections.
     async fn write(&self, batch: &[Message], overwrite: Overwrite) -> Result<Vec<Rejected>, StoreError>;
+
+    /// Checks that this server, as it is configured, takes each of `largest` in one write (the
+    /// largest messages the edge accepts, [`pipeline_common::largest::messages`]); a permanent
+    /// error names the server's setting and what it would need. Each store's `limit.rs` reads
+    /// the setting that bounds its writes.
+    async fn holds(&self, largest: &[Message]) -> Result<(), StoreError>;
+}
+
+/// The verdict of [`Sink::holds`], from each largest message's size in the store's encoding
+/// (`needs`) and the server's `setting`: a refusal names the setting and the most any of them
+/// needs, so that one change is enough.
+pub(crate) fn fits(
+    kind: StoreKind,
+    setting: &str,
+    allows: u64,
+    needs: impl IntoIterator<Item = Result<u64, StoreError>>,
+) -> Result<(), StoreError> {
+    let mut most = 0;
+    for n in needs {
+        most = most.max(n?);
+    }
+    if most <= allows {
+        return Ok(());
+    }
+    Err(StoreError::permanent(
+        kind,
+        format!(
+            "{setting} is {allows} bytes on this server, and the largest message MAX_BODY_BYTES allows needs {most}: \
+             raise {setting} or lower MAX_BODY_BYTES"
+        ),
+    ))
 }
 
 /// The audit side of a store, for reconcile, repair and the tests: what the store holds. Each

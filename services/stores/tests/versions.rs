@@ -70,32 +70,27 @@ async fn every_store_keeps_the_newer_version_in_any_order() {
     }
 }
 
-/// The largest body `MAX_BODY_BYTES` may allow, of the content that grows most on the way (a
-/// control character: six bytes in JSON, two in MySQL's hex like every byte; a four-byte
-/// character), lands whole in every real store, alone and two in one batch: no store refuses
-/// what the edge could accept.
+/// The largest messages the edge may accept (`MAX_BODY_BYTES` at its bound, every name at its
+/// longest, in the content that grows most on the way: four-byte characters, and a control
+/// character, six bytes in JSON) pass every real store's own check of its server (`Sink::holds`,
+/// which the writer runs at startup) and land whole in it, alone and two in one batch: no store
+/// refuses what the edge could accept, and the check agrees with the store.
 #[tokio::test]
 async fn every_store_holds_the_largest_body_the_edge_may_allow() {
-    use pipeline_common::message::MAX_STORABLE_BODY_BYTES;
+    use pipeline_common::message::{Limits, MAX_STORABLE_BODY_BYTES};
     let _g = exclusive().await;
     let ns = Namespace::new("bigbody").await;
-    let unit = "\u{1}\u{1}\u{1}\u{1}🦀"; // 8 bytes of UTF-8
-    let body = |tail: &str| {
-        let room = MAX_STORABLE_BODY_BYTES - tail.len();
-        let mut b = unit.repeat(room / unit.len());
-        b.push_str(&"\u{1}".repeat(room % unit.len()));
-        b.push_str(tail);
-        assert_eq!(b.len(), MAX_STORABLE_BODY_BYTES);
-        b
-    };
-    let (one, two, three) = (msg("big-1", &body("1"), 1), msg("big-2", &body("2"), 1), msg("big-3", &body("3"), 1));
+    let largest = pipeline_common::largest::messages(Limits { max_body_bytes: MAX_STORABLE_BODY_BYTES });
+    let named = |m: &Message, id: &str| Message { id: format!("{id:x<64}"), ..m.clone() };
+    let (one, two, three) = (named(&largest[0], "big-1"), named(&largest[1], "big-2"), named(&largest[0], "big-3"));
     for store in ns.stores().await {
         let kind = store.kind();
+        store.holds(&largest).await.unwrap_or_else(|e| panic!("{kind}: its server refuses the edge's bound: {e}"));
         let refused = store.write(std::slice::from_ref(&one), Older).await.unwrap_or_else(|e| panic!("{kind}: {e}"));
         assert!(refused.is_empty(), "{kind} refused a body of {MAX_STORABLE_BODY_BYTES} bytes");
         let refused = store.write(&[two.clone(), three.clone()], Older).await.unwrap_or_else(|e| panic!("{kind}: {e}"));
         assert!(refused.is_empty(), "{kind} refused two bodies of {MAX_STORABLE_BODY_BYTES} bytes in one batch");
-        let ids = ["big-1", "big-2", "big-3"].map(String::from);
+        let ids = [one.id.clone(), two.id.clone(), three.id.clone()];
         let mut got = store.fetch(&ids).await.unwrap_or_else(|e| panic!("{kind}: {e}"));
         got.sort_by(|x, y| x.id.cmp(&y.id));
         assert!(got == [one.clone(), two.clone(), three.clone()], "{kind}: the three came back changed or not at all");

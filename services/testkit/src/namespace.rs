@@ -82,11 +82,20 @@ impl Namespace {
 
     /// Starts a workspace binary with this namespace's environment and extra arguments.
     pub fn spawn(&self, bin: &str, args: &[&str], extra_env: &[(&str, String)]) -> Child {
+        let mut cmd = self.command(bin, args, extra_env);
+        Child(cmd.spawn().unwrap_or_else(|e| panic!("spawn {bin}: {e}")))
+    }
+
+    /// [`Namespace::spawn`] with standard error piped, for a test that reads why it exited.
+    pub fn spawn_piped(&self, bin: &str, args: &[&str], extra_env: &[(&str, String)]) -> Child {
+        let mut cmd = self.command(bin, args, extra_env);
+        Child(cmd.stderr(std::process::Stdio::piped()).spawn().unwrap_or_else(|e| panic!("spawn {bin}: {e}")))
+    }
+
+    fn command(&self, bin: &str, args: &[&str], extra_env: &[(&str, String)]) -> std::process::Command {
         let mut cmd = std::process::Command::new(bin_path(bin));
         cmd.args(args).envs(self.env()).env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()));
-        for (k, v) in extra_env {
-            cmd.env(k, v);
-        }
-        Child(cmd.spawn().unwrap_or_else(|e| panic!("spawn {bin}: {e}")))
+        cmd.envs(extra_env.iter().map(|(k, v)| (*k, v)));
+        cmd
     }
 }

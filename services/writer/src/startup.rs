@@ -30,8 +30,15 @@ pub async fn run(cfg: WriterConfig, stop: CancellationToken) -> anyhow::Result<(
     links.extend(pipeline_common::kafka::plaintext_brokers(&cfg.kafka));
     pipeline_common::secret::check_plaintext(&links, cfg.kafka.allow_plaintext).map_err(anyhow::Error::msg)?;
     let stores = pipeline_stores::connect(&cfg.stores, &StoreKind::ALL).await.context("connecting to the stores")?;
+    // Every server is asked whether it takes the largest message the edge accepts, before
+    // anything is consumed: a server set below MAX_BODY_BYTES stops the writer here, with the
+    // setting to change, instead of dead-lettering a message the ingest answered 202 for.
+    let largest = pipeline_common::largest::messages(pipeline_common::Limits { max_body_bytes: cfg.max_body_bytes });
     for s in &stores {
         s.prepare().await.with_context(|| format!("preparing {}", s.kind()))?;
+        s.holds(&largest).await.with_context(|| {
+            format!("checking that {} holds the largest message MAX_BODY_BYTES={} allows", s.kind(), cfg.max_body_bytes)
+        })?;
     }
     ensure_topic(&cfg.kafka, &cfg.kafka.topic, cfg.kafka.partitions).await.context("creating the topic")?;
     ensure_topic(&cfg.kafka, &cfg.dlq_topic, 1).await.context("creating the dead-letter topic")?;

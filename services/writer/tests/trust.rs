@@ -166,3 +166,40 @@ async fn sigterm_right_after_the_last_write_commits_everything() {
     }
     assert!(lagging.is_empty(), "after a clean stop every stored record is committed: {lagging:?}");
 }
+
+/// A Redis whose `proto-max-bulk-len` (1 MB here, its lowest) is below the JSON of the largest
+/// message `MAX_BODY_BYTES` (1 MiB) lets the ingest accept stops the writer at startup, naming the
+/// setting, before it consumes anything. Before the check the writer started and the first such
+/// message was refused by Redis and dead-lettered after its 202. The same server with the
+/// default `MAX_BODY_BYTES` then takes the writer, which stores everything.
+#[tokio::test]
+async fn a_store_too_small_for_the_largest_message_stops_the_writer_at_startup() {
+    let _g = exclusive().await;
+    let mut run = Run::new("toosmall").await;
+    let _redis = run.with_private_redis_set(&["--proto-max-bulk-len", "1mb"]).await;
+    let ids = run.produce(50, "ts").await;
+    let mut w = run.ns.spawn_piped("writer", &[], &[("MAX_BODY_BYTES", (1 << 20).to_string())]);
+    // Read while it runs: a full pipe would block a chatty writer before it could exit.
+    let mut pipe = w.0.stderr.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut s);
+        s
+    });
+    let st = w.wait_exit(Duration::from_secs(60)).expect("the writer exits at startup instead of running");
+    let stderr = reader.join().unwrap_or_default();
+    // The most either largest message needs (the control-character one: six bytes of JSON each).
+    let limits = pipeline_common::Limits { max_body_bytes: 1 << 20 };
+    let most = pipeline_common::largest::messages(limits).iter().map(|m| m.to_json().len()).max().unwrap_or(0);
+    assert!(most > 6 << 20, "{most}");
+    assert!(!st.success(), "{stderr}");
+    assert!(
+        stderr.contains("checking that redis holds the largest message MAX_BODY_BYTES=1048576 allows")
+            && stderr.contains(&format!("proto-max-bulk-len is 1048576 bytes on this server, and the largest message MAX_BODY_BYTES allows needs {most}:")),
+        "the reason names the store, the setting and what the largest message needs: {stderr}"
+    );
+    assert_eq!(run.committed_and_high().await.0, 0, "nothing was consumed");
+
+    let _w = run.writer(&[]);
+    run.assert_stored(&ids).await;
+}

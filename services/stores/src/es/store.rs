@@ -203,12 +203,7 @@ impl Sink for EsStore {
         };
         // Each message is serialized once, straight into the request body (no JSON tree first).
         // Versions are below 10^18 (`Message::validate`), so the cast keeps them.
-        let ops: Vec<BulkOperation<Doc<'_>>> = batch
-            .iter()
-            .map(|m| {
-                BulkOperation::index(Doc::from(m)).id(&m.id).version(m.version as i64).version_type(version_type).into()
-            })
-            .collect();
+        let ops: Vec<BulkOperation<Doc<'_>>> = batch.iter().map(|m| op(m, version_type)).collect();
         // Only what the classification below reads: the server builds, and we parse, a few bytes
         // per item instead of its whole result (index, id, version, shards, sequence numbers).
         let resp = self
@@ -251,4 +246,13 @@ impl Sink for EsStore {
         }
         Ok(rejected)
     }
+
+    async fn holds(&self, largest: &[Message]) -> Result<(), StoreError> {
+        super::limit::holds(&self.client, largest).await
+    }
+}
+
+/// A message's bulk operation: indexed under its id, at its version as an external version.
+pub(super) fn op(m: &Message, version_type: VersionType) -> BulkOperation<Doc<'_>> {
+    BulkOperation::index(Doc::from(m)).id(&m.id).version(m.version as i64).version_type(version_type).into()
 }

@@ -5,6 +5,7 @@ mod args;
 mod audit;
 #[cfg(feature = "fixture")]
 mod fixture;
+mod limit;
 mod store;
 
 pub use args::MongoArgs;

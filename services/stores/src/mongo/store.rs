@@ -41,7 +41,7 @@ pub struct MongoStore {
 /// into BSON. (Building a `Document` first cloned every field and was then serialized again:
 /// ~5 % of the writer's CPU samples under batch load.)
 #[derive(serde::Serialize)]
-struct Doc<'a> {
+pub(super) struct Doc<'a> {
     _id: &'a str,
     sender: &'a str,
     recipient: &'a str,
@@ -52,7 +52,7 @@ struct Doc<'a> {
     version: i64,
 }
 
-fn to_doc(m: &Message) -> Doc<'_> {
+pub(super) fn to_doc(m: &Message) -> Doc<'_> {
     let millis = (m.sent_at.unix_timestamp_nanos() / 1_000_000) as i64;
     Doc {
         _id: &m.id,
@@ -186,6 +186,10 @@ impl Sink for MongoStore {
         let mut refused = sorted.refused;
         refused.extend(self.replace_older(&sorted.held, overwrite).await?);
         Ok(refused)
+    }
+
+    async fn holds(&self, largest: &[Message]) -> Result<(), StoreError> {
+        super::limit::holds(self.coll.client(), largest).await
     }
 }
 

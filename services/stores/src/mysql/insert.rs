@@ -41,7 +41,7 @@ pub(super) fn requests(rows: &ByShard<'_>, max_bytes: usize, overwrite: Overwrit
     // Each row and the comma after it.
     let total: usize = rows.values().flatten().map(|(m, _)| row_len(m) + 1).sum();
     let mut out = Vec::new();
-    let mut req = Vec::with_capacity((total + 128 * (rows.len() + 1)).min(max_bytes + SLACK));
+    let mut req = Vec::with_capacity((total + 128 * (rows.len() + 1)).min(max_bytes.saturating_add(SLACK)));
     req.extend_from_slice(BEGIN.as_bytes());
     let mut row = Vec::new();
     for (shard, rows) in rows {

@@ -5,6 +5,7 @@ mod audit;
 #[cfg(feature = "fixture")]
 mod fixture;
 mod insert;
+mod limit;
 mod store;
 
 pub use args::MysqlArgs;

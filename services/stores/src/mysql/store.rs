@@ -7,6 +7,7 @@
 //! (fingerprints, fetch and delete by id) is in [`super::audit`].
 
 use super::insert;
+use super::limit;
 use super::MysqlArgs;
 use crate::Sink;
 use crate::{Backend, Overwrite, Rejected, StoreError, StoreKind, CONNECT_TIMEOUT};
@@ -16,7 +17,7 @@ use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, MySql};
 
-const KIND: StoreKind = StoreKind::Mysql;
+pub(super) const KIND: StoreKind = StoreKind::Mysql;
 
 pub(super) fn err(e: impl std::fmt::Display) -> StoreError {
     StoreError::transient(KIND, e)
@@ -58,7 +59,7 @@ fn write_err(e: sqlx::Error) -> StoreError {
 
 /// `sent_at` as the UTC `DATETIME(6)` value MySQL stores, or `None` outside the range the column
 /// holds (such a value would make sqlx panic while encoding, or MariaDB refuse it in strict mode).
-fn datetime(m: &Message) -> Option<time::PrimitiveDateTime> {
+pub(super) fn datetime(m: &Message) -> Option<time::PrimitiveDateTime> {
     let utc = m.sent_at.to_offset(time::UtcOffset::UTC);
     SENT_AT_YEARS.contains(&utc.year()).then(|| time::PrimitiveDateTime::new(utc.date(), utc.time()))
 }
@@ -89,6 +90,8 @@ pub struct MysqlStore {
     /// The admin user's pool (`--mysql-admin-url`), for the migrations and resets; without one,
     /// the main pool does them.
     admin: Option<MySqlPool>,
+    /// The server's `max_allowed_packet`, read once at connect.
+    packet: u64,
 }
 
 #[async_trait]
@@ -113,7 +116,8 @@ impl Backend for MysqlStore {
             ),
             None => None,
         };
-        Ok(Self { pool, admin })
+        let packet = limit::max_allowed_packet(&pool).await?;
+        Ok(Self { pool, admin, packet })
     }
 }
 
@@ -176,10 +180,14 @@ impl Sink for MysqlStore {
         // dropped midway, the connection may be inside the transaction: it is closed, never
         // returned to the pool, and the server rolls the transaction back.
         let mut tx = Uncommitted { conn: self.pool.acquire().await.map_err(write_err)?, committed: false };
-        for sql in insert::requests(&by_shard, insert::MAX_REQUEST_BYTES, overwrite) {
+        for sql in insert::requests(&by_shard, limit::request_bytes(self.packet), overwrite) {
             sqlx::raw_sql(AssertSqlSafe(sql)).execute(&mut *tx.conn).await.map_err(write_err)?;
         }
         tx.committed = true;
         Ok(rejected)
+    }
+
+    async fn holds(&self, largest: &[Message]) -> Result<(), StoreError> {
+        limit::holds(self.packet, largest)
     }
 }

@@ -5,6 +5,7 @@ mod audit;
 #[cfg(feature = "fixture")]
 mod fixture;
 mod index;
+mod limit;
 mod store;
 
 pub use args::RedisArgs;

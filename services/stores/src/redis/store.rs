@@ -16,7 +16,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 pub const KEY_PREFIX: &str = "msg:";
 /// Keys per SCAN step, MGET and UNLINK (the audit side).
 pub(super) const SCAN_COUNT: usize = 1000;
-const KIND: StoreKind = StoreKind::Redis;
+pub(super) const KIND: StoreKind = StoreKind::Redis;
 
 pub(super) fn err(e: impl std::fmt::Display) -> StoreError {
     StoreError::transient(KIND, e)
@@ -110,5 +110,9 @@ impl Sink for RedisStore {
         let mut conn = self.conn.clone();
         let _written: i64 = call.invoke_async(&mut conn).await.map_err(err)?;
         Ok(Vec::new())
+    }
+
+    async fn holds(&self, largest: &[Message]) -> Result<(), StoreError> {
+        super::limit::holds(self.conn.clone(), largest).await
     }
 }

@@ -57,6 +57,9 @@ impl Sink for Fake {
         self.stored.lock().unwrap().extend(batch.iter().map(|m| m.id.clone()));
         Ok(Vec::new())
     }
+    async fn holds(&self, _: &[Message]) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 /// Dead letters kept in memory as (store, id).

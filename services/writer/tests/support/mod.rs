@@ -4,7 +4,7 @@
 
 use pipeline_common::kafka::group_lag;
 use pipeline_stores::Store;
-use pipeline_testkit::{assert_exact_ids, free_port, messages, produce, wait_for_counts, Child, Namespace};
+use pipeline_testkit::{assert_exact_ids, free_port, messages, produce, wait_for_counts, wait_port, Child, Namespace};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -105,11 +105,13 @@ impl Run {
 pub struct PrivateRedis {
     pub port: u16,
     dir: std::path::PathBuf,
+    /// Server settings beyond the defaults, as `redis-server` arguments (kept for a restart).
+    settings: Vec<String>,
     pub server: Child,
 }
 
 impl PrivateRedis {
-    fn spawn(port: u16, dir: &std::path::Path) -> Child {
+    fn spawn(port: u16, dir: &std::path::Path, settings: &[String]) -> Child {
         let child = std::process::Command::new("redis-server")
             .args([
                 "--port",
@@ -122,6 +124,7 @@ impl PrivateRedis {
                 "always",
             ])
             .args(["--save", ""])
+            .args(settings)
             .arg("--dir")
             .arg(dir)
             .stdout(std::process::Stdio::null())
@@ -138,7 +141,7 @@ impl PrivateRedis {
 
     /// Starts the server again on the same port and data.
     pub fn start(&mut self) {
-        self.server = Self::spawn(self.port, &self.dir);
+        self.server = Self::spawn(self.port, &self.dir, &self.settings);
     }
 }
 
@@ -146,13 +149,19 @@ impl Run {
     /// Points this run's Redis at a private server of its own (started here), so the test may
     /// stop it without disturbing the shared one.
     pub async fn with_private_redis(&mut self) -> PrivateRedis {
+        self.with_private_redis_set(&[]).await
+    }
+
+    /// [`Run::with_private_redis`] with server settings (`["--proto-max-bulk-len", "1mb"]`).
+    pub async fn with_private_redis_set(&mut self, settings: &[&str]) -> PrivateRedis {
+        let settings: Vec<String> = settings.iter().map(|s| s.to_string()).collect();
         let port = free_port();
         let dir = std::env::temp_dir().join(&self.ns.name);
         std::fs::create_dir_all(&dir).expect("redis data dir");
-        let server = PrivateRedis::spawn(port, &dir);
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        let server = PrivateRedis::spawn(port, &dir, &settings);
+        assert!(wait_port(port, 20), "the private redis-server never listened on {port}");
         self.ns.stores.redis.url = format!("redis://127.0.0.1:{port}/0");
         self.stores = self.ns.stores().await;
-        PrivateRedis { port, dir, server }
+        PrivateRedis { port, dir, settings, server }
     }
 }

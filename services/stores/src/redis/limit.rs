@@ -1,0 +1,35 @@
+//! What one value may hold on this server: `proto-max-bulk-len`, the longest string Redis takes
+//! in a request (512 MB by default, settable down to 1 MB). The writer sends each message as its
+//! JSON, one string of the script call.
+
+use super::store::KIND;
+use crate::{fits, StoreError};
+use pipeline_common::message::Message;
+use redis::aio::ConnectionManager;
+use std::collections::HashMap;
+
+/// Fails unless the server takes each message's JSON as one string. A server that refuses
+/// `CONFIG GET` (managed Redis services disable it or deny it to the writer's user) or does not
+/// know the setting (a Redis-protocol server) cannot be asked: that is logged, not refused, since
+/// Redis's default is two orders of magnitude above the edge's bound. A connection that fails is
+/// an error like any other at startup.
+pub(super) async fn holds(mut conn: ConnectionManager, largest: &[Message]) -> Result<(), StoreError> {
+    let config: Result<HashMap<String, String>, redis::RedisError> =
+        redis::cmd("CONFIG").arg("GET").arg("proto-max-bulk-len").query_async(&mut conn).await;
+    let unchecked = |why: &dyn std::fmt::Display| {
+        tracing::warn!(reason = %why, "redis: proto-max-bulk-len cannot be read; the largest message is not checked");
+        Ok(())
+    };
+    let allows = match config {
+        Ok(c) => match c.get("proto-max-bulk-len").map(|v| v.parse::<u64>()) {
+            Some(Ok(n)) => n,
+            Some(Err(e)) => return unchecked(&e),
+            None => return unchecked(&"the server does not list it"),
+        },
+        Err(e) if matches!(e.kind(), redis::ErrorKind::Server(_) | redis::ErrorKind::Extension) => {
+            return unchecked(&e)
+        }
+        Err(e) => return Err(StoreError::transient(KIND, e)),
+    };
+    fits(KIND, "proto-max-bulk-len", allows, largest.iter().map(|m| Ok(m.to_json().len() as u64)))
+}

@@ -129,6 +129,15 @@ pub(crate) fn fits(
     ))
 }
 
+/// The other verdict of [`Sink::holds`]: the server would not say what `setting` is (a user
+/// without the right to read it, a compatible server without it, a value this cannot read).
+/// Logged and passed, never a refusal: where it is allowed, the check stays undone rather than
+/// stopping a writer the server may well serve.
+pub(crate) fn unchecked(kind: StoreKind, setting: &str, why: impl fmt::Display) -> Result<(), StoreError> {
+    tracing::warn!(store = kind.name(), setting, reason = %why, "cannot read the server's limit; the largest message is not checked");
+    Ok(())
+}
+
 /// The audit side of a store, for reconcile, repair and the tests: what the store holds. Each
 /// store implements it in its `audit.rs`, apart from its sink.
 #[async_trait]

@@ -2,12 +2,14 @@
 //! node setting the writer can read but not change. A bulk request larger than it is refused with
 //! 413 before any document is looked at.
 
-use super::store::{json_of, op, KIND};
-use crate::{fits, StoreError};
+use super::store::{err, json_of, op, KIND};
+use crate::{fits, unchecked, StoreError};
 use elasticsearch::http::request::Body;
 use elasticsearch::params::VersionType;
 use elasticsearch::Elasticsearch;
 use pipeline_common::message::Message;
+
+const SETTING: &str = "http.max_content_length";
 
 /// Fails unless the server takes each message alone in a bulk request, sized in repair's form
 /// (`external_gte`, a few bytes longer than the writer's `external`), so both fit. Reading the
@@ -22,13 +24,9 @@ pub(super) async fn holds(client: &Elasticsearch, largest: &[Message]) -> Result
         .filter_path(&["*.http.max_content_length"])
         .send()
         .await
-        .map_err(super::store::err)?;
-    let unchecked = |why: String| {
-        tracing::warn!(reason = %why, "elasticsearch: http.max_content_length cannot be read; the largest message is not checked");
-        Ok(())
-    };
+        .map_err(err)?;
     if let status @ (401 | 403) = resp.status_code().as_u16() {
-        return unchecked(format!("GET _cluster/settings: HTTP {status}"));
+        return unchecked(KIND, SETTING, format!("GET _cluster/settings: HTTP {status}"));
     }
     let settings = json_of(resp, "cluster settings").await?;
     // A node setting: in `defaults` (with the node's own file applied) unless set in the cluster.
@@ -37,7 +35,7 @@ pub(super) async fn holds(client: &Elasticsearch, largest: &[Message]) -> Result
         .find_map(|scope| settings[scope]["http"]["max_content_length"].as_str())
         .ok_or_else(|| StoreError::transient(KIND, format!("no http.max_content_length in {settings}")))?;
     let Some(allows) = byte_size(value) else {
-        return unchecked(format!("http.max_content_length {value:?} is not a byte size this reads"));
+        return unchecked(KIND, SETTING, format!("{value:?} is not a byte size this reads"));
     };
     // The HTTP layer holds the limit in a Java int.
     let allows = allows.min(i32::MAX as u64);
@@ -46,7 +44,7 @@ pub(super) async fn holds(client: &Elasticsearch, largest: &[Message]) -> Result
         op(m, VersionType::ExternalGte).write(&mut body).map_err(|e| StoreError::permanent(KIND, e))?;
         Ok(body.len() as u64)
     });
-    fits(KIND, "http.max_content_length", allows, needs)
+    fits(KIND, SETTING, allows, needs)
 }
 
 /// A byte size as Elasticsearch and OpenSearch write them (`100mb`, `1gb`, `512kb`, `1048576b`,

@@ -31,18 +31,18 @@ pub(super) fn request_bytes(packet: u64) -> usize {
 /// transaction of `START TRANSACTION`, one INSERT and `COMMIT` in a single request. Sized in
 /// repair's form (`OlderOrSame`), a few bytes longer than the writer's, so both fit.
 pub(super) fn holds(packet: u64, largest: &[Message]) -> Result<(), StoreError> {
-    let needs = largest.iter().map(|m| {
-        let at =
-            datetime(m).ok_or_else(|| StoreError::permanent(KIND, format!("sent_at {} out of range", m.sent_at)))?;
-        let mut rows = insert::ByShard::new();
-        rows.entry(m.shard()).or_default().push((m, at));
-        let request = insert::requests(&rows, request_bytes(packet), Overwrite::OlderOrSame);
-        // The packet carries the request and the command byte before it, and the server refuses
-        // a packet whose length reaches `max_allowed_packet` (`net_realloc`: `length >=
-        // max_packet_size`): it needs one byte more than its length.
-        Ok(request.iter().map(|r| r.len() as u64 + 2).max().unwrap_or(0))
-    });
-    fits(KIND, "max_allowed_packet", packet, needs)
+    fits(KIND, "max_allowed_packet", packet, largest.iter().map(packet_needed))
+}
+
+/// The `max_allowed_packet` that takes `m` alone: its one request (a single row is one request
+/// whatever the batch bound), the command byte before it, and one byte more, since the server
+/// refuses a packet whose length reaches the setting (`net_realloc`: `length >= max_packet_size`).
+fn packet_needed(m: &Message) -> Result<u64, StoreError> {
+    let at = datetime(m).ok_or_else(|| StoreError::permanent(KIND, format!("sent_at {} out of range", m.sent_at)))?;
+    let mut rows = insert::ByShard::new();
+    rows.entry(m.shard()).or_default().push((m, at));
+    let request = insert::requests(&rows, insert::MAX_REQUEST_BYTES, Overwrite::OlderOrSame);
+    Ok(request.iter().map(|r| r.len() as u64 + 2).max().unwrap_or(0))
 }
 
 #[cfg(test)]
@@ -64,12 +64,9 @@ mod tests {
     #[test]
     fn the_bound_is_exact_to_the_byte() {
         let largest = messages(Limits { max_body_bytes: 1000 });
-        let needs = |m: &Message| {
-            let mut rows = insert::ByShard::new();
-            rows.entry(m.shard()).or_default().push((m, datetime(m).unwrap_or_else(|| panic!("in range"))));
-            insert::requests(&rows, insert::MAX_REQUEST_BYTES, Overwrite::OlderOrSame)[0].len() as u64 + 2
-        };
+        let needs = |m: &Message| packet_needed(m).unwrap_or_else(|e| panic!("{e}"));
         let most = largest.iter().map(needs).max().unwrap_or(0);
+        assert!(most > 2 * 1000, "{most}: the body alone is 2,000 bytes of hex");
         assert!(holds(most, &largest).is_ok());
         assert!(holds(most - 1, &largest).is_err());
     }

@@ -3,10 +3,12 @@
 //! JSON, one string of the script call.
 
 use super::store::KIND;
-use crate::{fits, StoreError};
+use crate::{fits, unchecked, StoreError};
 use pipeline_common::message::Message;
 use redis::aio::ConnectionManager;
 use std::collections::HashMap;
+
+const SETTING: &str = "proto-max-bulk-len";
 
 /// Fails unless the server takes each message's JSON as one string. A server that refuses
 /// `CONFIG GET` (managed Redis services disable it or deny it to the writer's user) or does not
@@ -15,21 +17,16 @@ use std::collections::HashMap;
 /// an error like any other at startup.
 pub(super) async fn holds(mut conn: ConnectionManager, largest: &[Message]) -> Result<(), StoreError> {
     let config: Result<HashMap<String, String>, redis::RedisError> =
-        redis::cmd("CONFIG").arg("GET").arg("proto-max-bulk-len").query_async(&mut conn).await;
-    let unchecked = |why: &dyn std::fmt::Display| {
-        tracing::warn!(reason = %why, "redis: proto-max-bulk-len cannot be read; the largest message is not checked");
-        Ok(())
-    };
+        redis::cmd("CONFIG").arg("GET").arg(SETTING).query_async(&mut conn).await;
+    let skip = |why: &dyn std::fmt::Display| unchecked(KIND, SETTING, why);
     let allows = match config {
-        Ok(c) => match c.get("proto-max-bulk-len").map(|v| v.parse::<u64>()) {
+        Ok(c) => match c.get(SETTING).map(|v| v.parse::<u64>()) {
             Some(Ok(n)) => n,
-            Some(Err(e)) => return unchecked(&e),
-            None => return unchecked(&"the server does not list it"),
+            Some(Err(e)) => return skip(&e),
+            None => return skip(&"the server does not list it"),
         },
-        Err(e) if matches!(e.kind(), redis::ErrorKind::Server(_) | redis::ErrorKind::Extension) => {
-            return unchecked(&e)
-        }
+        Err(e) if matches!(e.kind(), redis::ErrorKind::Server(_) | redis::ErrorKind::Extension) => return skip(&e),
         Err(e) => return Err(StoreError::transient(KIND, e)),
     };
-    fits(KIND, "proto-max-bulk-len", allows, largest.iter().map(|m| Ok(m.to_json().len() as u64)))
+    fits(KIND, SETTING, allows, largest.iter().map(|m| Ok(m.to_json().len() as u64)))
 }

@@ -106,6 +106,9 @@ mod tests {
         async fn holds(&self, _: &[Message]) -> Result<(), StoreError> {
             Ok(())
         }
+        async fn healthcheck(&self) -> Result<(), StoreError> {
+            Ok(())
+        }
     }
 
     #[async_trait]

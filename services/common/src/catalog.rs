@@ -73,6 +73,8 @@ catalog! {
         "Offset the writers' group has committed, by partition: set when Kafka acknowledges a commit of this writer, and sampled from the broker every 5 s.";
     gauge WRITER_PARTITION_HIGH_WATERMARK = "writer_partition_high_watermark":
         "Offset of the next record to be produced, by partition, sampled every few seconds (lag = this minus the committed offset).";
+    counter WRITER_GROUP_REJOINS_TOTAL = "writer_group_rejoins_total":
+        "Times a consumer of this process left and rejoined the group because a partition with records waiting made no progress for --rejoin-stalled-secs while every store answered and no consumer here owned it (a broker that lost the partition's assignment).";
     counter WRITER_COMMIT_FAILURES_TOTAL = "writer_commit_failures_total":
         "Offset commits that failed (asked again).";
     counter WRITER_CONSUMER_FAILURES_TOTAL = "writer_consumer_failures_total":

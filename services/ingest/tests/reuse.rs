@@ -10,6 +10,13 @@
 //! they received and Redis and Elasticsearch the last (run it with `PIPELINE_BIN_DIR` pointing at
 //! an older build: it fails on "every store holds the same content").
 //!
+//! The membership changes come while the group is still forming, on purpose: the writer killed
+//! during the first join, restarted at once, the other one leaving right after. tansu 0.6.0 can
+//! answer that with a group in which no partition is assigned (a follower's empty SyncGroup taken
+//! as the leader's once the leader's session ended: 3 of 15 runs here stalled at 0, 22 and 40 of
+//! 160 ids); the writer's stall watch (`services/writer/src/stall.rs`) rejoins the group then, so
+//! the count check below also holds against a broker that loses an assignment.
+//!
 //! Runs against the real servers, with the ingest and writer binaries spawned.
 
 use futures::StreamExt;
@@ -75,31 +82,6 @@ async fn ready(client: &reqwest::Client, url: &str) {
     }
 }
 
-/// Waits until the writers on `ports` together own every partition: the group has settled.
-/// tansu 0.6.0 loses track of a group whose membership changes again mid-rebalance (a member
-/// killed or leaving while a join is under way): it keeps the dead member as leader and never
-/// assigns the partitions again (seen here: 0 of 160 ids stored after 240 s, with faster 202s
-/// moving the kill into the first join). A Kafka broker completes such a rebalance; this test is
-/// about re-used ids, not about that broker bug, so it changes membership only in a settled group.
-async fn settled(ns: &Namespace, ports: &[u16]) {
-    let want = f64::from(ns.kafka.partitions);
-    let deadline = std::time::Instant::now() + Duration::from_secs(90);
-    loop {
-        let mut owned = 0.0;
-        for p in ports {
-            owned += pipeline_testkit::metric(*p, "writer_assigned_partitions").await;
-        }
-        if owned == want {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "writers on {ports:?} own {owned} of {want} partitions after 90 s"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
 fn writer(ns: &Namespace, port: u16) -> Child {
     ns.spawn(
         "writer",
@@ -144,17 +126,12 @@ async fn a_reused_id_ends_as_the_last_accepted_version_in_every_store() {
         .chain(b.iter().map(|id| (id.clone(), format!("second {id}"))))
         .collect();
     answers.extend(api.batch(&items).await);
-    // A writer killed and restarted: what it had not committed is redelivered. Restarted after
-    // the session timeout (10 s), as a supervisor with a restart delay would: tansu keeps a
-    // killed member's partitions until then (`services/writer/tests/writer.rs`).
-    settled(&ns, &[p1, p2]).await;
+    // A writer killed and restarted: what it had not committed is redelivered.
     w1.signal("KILL");
     let _ = w1.wait_exit(Duration::from_secs(5));
-    tokio::time::sleep(Duration::from_secs(15)).await;
     let p3 = free_port();
     let _w1 = writer(&ns, p3);
     ready(&api.client, &format!("http://127.0.0.1:{p3}/healthz")).await;
-    settled(&ns, &[p2, p3]).await;
     // Two concurrent POSTs.
     let c = ids("c", 40);
     let pairs = c

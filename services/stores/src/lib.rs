@@ -102,6 +102,12 @@ pub trait Sink: Send + Sync {
     /// error names the server's setting and what it would need. Each store's `limit.rs` reads
     /// the setting that bounds its writes.
     async fn holds(&self, largest: &[Message]) -> Result<(), StoreError>;
+
+    /// One cheap round trip that says the server answers now (`SELECT 1`, `PING`, `HEAD /`,
+    /// `ping`). The writer asks it before it blames the consumer group for a partition that does
+    /// not move: a stall that a store explains is the retry driver's to wait out, not a reason to
+    /// rebalance.
+    async fn healthcheck(&self) -> Result<(), StoreError>;
 }
 
 /// The verdict of [`Sink::holds`], from each largest message's size in the store's encoding

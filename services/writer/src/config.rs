@@ -205,6 +205,14 @@ pub struct WriterConfig {
     /// committed and the writer exits 0; the rest is redelivered to the next owner.
     #[arg(long, env = "WRITER_SHUTDOWN_GRACE_SECS", default_value_t = 30)]
     pub shutdown_grace_secs: u64,
+    /// Seconds a partition with records waiting may go without its committed offset moving,
+    /// while every store answers and no consumer of this process owns it, before one consumer
+    /// leaves and rejoins the group to make the broker assign it again (then at most once per
+    /// interval, doubling to 10 minutes while the stall lasts). A Kafka broker reassigns a dead
+    /// member's partitions by itself; tansu 0.6.0 can leave them unassigned (docs/explanation/architecture.md,
+    /// "Known server quirks"). 0 turns the watch off.
+    #[arg(long, env = "WRITER_REJOIN_STALLED_SECS", default_value_t = 30)]
+    pub rejoin_stalled_secs: u64,
 }
 
 /// Commits only after the stores hold a batch: no auto-commit, no auto offset store, and the

@@ -5,21 +5,20 @@
 use crate::config::{CommitMode, WriterConfig};
 use crate::dlq::Dlq;
 use crate::driver::{Completion, Driver, Ticket};
-use crate::tracker::{Epoch, Tracker};
-use anyhow::bail;
-use metrics::{counter, gauge};
+use crate::rebalance::{commit, Ctx, Membership, Shared};
+use crate::tracker::Epoch;
+use anyhow::{bail, Context as _};
+use metrics::counter;
 use pipeline_common::catalog;
 use pipeline_common::kafka::client_config;
 use pipeline_common::message::Limits;
 use pipeline_common::record;
-use rdkafka::consumer::{
-    BaseConsumer, CommitMode as KafkaCommit, Consumer, ConsumerContext, Rebalance, StreamConsumer,
-};
+use rdkafka::consumer::{CommitMode as KafkaCommit, Consumer, StreamConsumer};
 use rdkafka::error::KafkaResult;
 use rdkafka::message::BorrowedMessage;
-use rdkafka::{ClientContext, Message as _, Offset, TopicPartitionList};
+use rdkafka::Message as _;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -37,128 +36,12 @@ pub(crate) struct Record {
     pub decoded: record::Decoded,
 }
 
-/// The tracker, shared with librdkafka's callbacks (which run inside `recv()` and inside
-/// commits, on the consumer's own task).
-#[derive(Clone, Default)]
-struct Shared(Arc<Mutex<Tracker>>);
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Tracker> {
-        // A poisoned lock means a panic while it was held; the tracker's data is still
-        // consistent (every method leaves it so), so keep going rather than panic again.
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
-struct Ctx {
-    /// This consumer's number in the process (the `consumer` label).
-    id: usize,
-    topic: String,
-    tracker: Shared,
-}
-
-impl ClientContext for Ctx {}
-
-impl ConsumerContext for Ctx {
-    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        let partitions = |tpl: &TopicPartitionList| tpl.elements().iter().map(|e| e.partition()).collect::<Vec<_>>();
-        match rebalance {
-            // Assign before librdkafka does, so no record of the new assignment arrives without
-            // an epoch.
-            Rebalance::Assign(tpl) => {
-                let mut t = self.tracker.lock();
-                for e in tpl.elements() {
-                    t.assign(e.partition());
-                }
-                tracing::info!(partitions = ?partitions(tpl), "partitions assigned");
-            }
-            Rebalance::Revoke(tpl) => {
-                let lost = consumer.assignment_lost();
-                let mut t = self.tracker.lock();
-                // A lost assignment may already belong to another member: committing could move
-                // its offsets backwards. Only a clean revoke commits what is stored.
-                if !lost {
-                    let offsets = t.take_final_commit();
-                    drop(t);
-                    commit(consumer, &self.topic, &self.tracker, offsets, KafkaCommit::Sync);
-                    t = self.tracker.lock();
-                }
-                for e in tpl.elements() {
-                    t.revoke(e.partition());
-                }
-                tracing::info!(partitions = ?partitions(tpl), lost, "partitions revoked");
-            }
-            Rebalance::Error(e) => {
-                // librdkafka unassigns everything after a failed rebalance.
-                self.tracker.lock().revoke_all();
-                tracing::warn!(error = %e, "rebalance failed; every partition dropped");
-            }
-        }
-        let assigned = self.tracker.lock().assigned();
-        gauge!(catalog::WRITER_ASSIGNED_PARTITIONS, "consumer" => self.id.to_string()).set(assigned as f64);
-    }
-
-    /// The broker's answer to a commit: only acknowledged offsets reach the gauge, and a failed
-    /// commit is asked again by the next `take_commit`. rust-rdkafka 0.39 never calls this for
-    /// manual asynchronous commits (upstream #856): only the synchronous ones are acknowledged
-    /// here; docs/trust.md says what that costs (a redelivery, never a loss).
-    fn commit_callback(&self, result: KafkaResult<()>, offsets: &TopicPartitionList) {
-        acknowledge(&self.tracker, &result, offsets);
-    }
-}
-
-fn acknowledge(tracker: &Shared, result: &KafkaResult<()>, offsets: &TopicPartitionList) {
-    let mut t = tracker.lock();
-    for e in offsets.elements() {
-        let (p, offset) = (e.partition(), e.offset());
-        match (result, offset) {
-            (Ok(()), Offset::Offset(o)) if e.error().is_ok() => {
-                if t.acked(p, o) {
-                    gauge!(catalog::WRITER_PARTITION_COMMITTED_OFFSET, "partition" => p.to_string()).set(o as f64);
-                }
-            }
-            _ => {
-                counter!(catalog::WRITER_COMMIT_FAILURES_TOTAL).increment(1);
-                t.commit_failed(p);
-            }
-        }
-    }
-    if let Err(e) = result {
-        // Not fatal: the same offsets are asked again, and a record whose offset is never
-        // committed is only redelivered, never lost.
-        tracing::warn!(error = %e, "offset commit failed; will retry");
-    }
-}
-
-fn commit<C: Consumer<Ctx>>(
-    consumer: &C,
-    topic: &str,
-    tracker: &Shared,
-    offsets: BTreeMap<i32, i64>,
-    mode: KafkaCommit,
-) {
-    if offsets.is_empty() {
-        return;
-    }
-    let mut tpl = TopicPartitionList::new();
-    for (&p, &o) in &offsets {
-        if let Err(e) = tpl.add_partition_offset(topic, p, Offset::Offset(o)) {
-            tracing::error!(partition = p, offset = o, error = %e, "cannot express offset");
-        }
-    }
-    let result = consumer.commit(&tpl, mode);
-    // A synchronous commit's answer is its return value; an asynchronous one's arrives in
-    // `commit_callback` (a failure to even queue it is known now).
-    if matches!(mode, KafkaCommit::Sync) || result.is_err() {
-        acknowledge(tracker, &result, &tpl);
-    }
-}
-
 pub(crate) struct BatchConsumer {
     id: usize,
     cfg: Arc<WriterConfig>,
     consumer: StreamConsumer<Ctx>,
     tracker: Shared,
+    membership: Membership,
     driver: Arc<Driver<Dlq>>,
     dlq: Dlq,
 }
@@ -178,7 +61,24 @@ impl BatchConsumer {
         cfg.consumer_options.apply(&mut config);
         let consumer: StreamConsumer<Ctx> = config.create_with_context(ctx)?;
         consumer.subscribe(&[&cfg.kafka.topic])?;
-        Ok(BatchConsumer { id, cfg, consumer, tracker, driver, dlq })
+        let membership = Membership::new(id, tracker.clone());
+        Ok(BatchConsumer { id, cfg, consumer, tracker, membership, driver, dlq })
+    }
+
+    /// This consumer's place in the group, for the stall watch ([`crate::stall`]).
+    pub(crate) fn membership(&self) -> Membership {
+        self.membership.clone()
+    }
+
+    /// Leaves the group and joins it again as a new member: a membership change, which every
+    /// broker answers with a rebalance over the live members. The revoke commits what is stored
+    /// (as in any rebalance), and the epochs keep records pulled before it from being committed
+    /// after it ([`crate::tracker`]).
+    fn rejoin(&self) -> anyhow::Result<()> {
+        counter!(catalog::WRITER_GROUP_REJOINS_TOTAL).increment(1);
+        tracing::warn!(consumer = self.id, "leaving and rejoining the group to have its partitions assigned again");
+        self.consumer.unsubscribe();
+        self.consumer.subscribe(&[&self.cfg.kafka.topic]).context("subscribing again after leaving the group")
     }
 
     /// Runs until `stop` is cancelled, then waits at most the shutdown grace for in-flight
@@ -213,6 +113,13 @@ impl BatchConsumer {
             // records whose offsets a later batch then commits).
             let first = tokio::select! {
                 _ = stop.cancelled() => break,
+                _ = self.membership.rejoin_asked() => {
+                    if let Err(e) = self.rejoin() {
+                        outcome = Err(e);
+                        break;
+                    }
+                    continue;
+                }
                 Some(c) = done_rx.recv() => {
                     if let Err(e) = self.complete(c) {
                         outcome = Err(e);

@@ -17,7 +17,7 @@
 //! startup. An idle `FutureProducer` is not free: its polling thread wakes every 100 ms and
 //! busy-waits through the sub-millisecond rest of each wait (rust-rdkafka hands librdkafka a
 //! 0 ms timeout for it), which was 11 % of the writer's CPU samples under batch load
-//! (docs/performance.md). Its settings are checked at startup all the same.
+//! (docs/results/performance-log.md). Its settings are checked at startup all the same.
 
 use crate::driver::DeadLetters;
 use metrics::counter;

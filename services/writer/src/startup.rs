@@ -5,6 +5,7 @@ use crate::config::WriterConfig;
 use crate::consumer::BatchConsumer;
 use crate::dlq::Dlq;
 use crate::driver::Driver;
+use crate::stall::Rejoiner;
 use actix_web::{web, App, HttpResponse, HttpServer};
 use anyhow::Context;
 use metrics_exporter_prometheus::PrometheusHandle;
@@ -13,6 +14,7 @@ use pipeline_common::kafka::ensure_topic;
 use pipeline_common::telemetry;
 use pipeline_stores::StoreKind;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 async fn metrics(handle: web::Data<PrometheusHandle>) -> HttpResponse {
@@ -65,7 +67,7 @@ pub async fn run(cfg: WriterConfig, stop: CancellationToken) -> anyhow::Result<(
     // The writer holds each store by its write side only.
     let sinks: Vec<Arc<dyn pipeline_stores::Sink>> =
         stores.into_iter().map(|s| s as Arc<dyn pipeline_stores::Sink>).collect();
-    let driver = Arc::new(Driver::new(&cfg, sinks, dlq.clone()));
+    let driver = Arc::new(Driver::new(&cfg, sinks.clone(), dlq.clone()));
     tracing::info!(
         consumers = cfg.consumers,
         sync = ?cfg.sync_stores.0,
@@ -77,11 +79,15 @@ pub async fn run(cfg: WriterConfig, stop: CancellationToken) -> anyhow::Result<(
     // A consumer that ends with an error (or panics) stops the others and makes the process
     // exit non-zero, so a supervisor restarts it; none can die while the rest carry on unseen.
     let mut tasks = tokio::task::JoinSet::new();
-    crate::watermarks::spawn(&cfg.kafka, stop.clone());
+    let mut members = Vec::with_capacity(cfg.consumers);
     for id in 0..cfg.consumers {
         let c = BatchConsumer::new(id, cfg.clone(), driver.clone(), dlq.clone())?;
+        members.push(c.membership());
         tasks.spawn(c.run(stop.clone()));
     }
+    let rejoiner = (cfg.rejoin_stalled_secs > 0)
+        .then(|| Rejoiner::new(Duration::from_secs(cfg.rejoin_stalled_secs), members, sinks.clone()));
+    crate::watermarks::spawn(&cfg.kafka, stop.clone(), rejoiner);
     let mut failure: Option<anyhow::Error> = None;
     while let Some(joined) = tasks.join_next().await {
         let err = match joined {

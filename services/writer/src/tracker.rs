@@ -77,6 +77,13 @@ impl Tracker {
         self.parts.len()
     }
 
+    /// The partitions assigned to us, in order.
+    pub(crate) fn partitions(&self) -> Vec<i32> {
+        let mut p: Vec<i32> = self.parts.keys().copied().collect();
+        p.sort_unstable();
+        p
+    }
+
     /// The current epoch of a partition, `None` when it is not assigned to us.
     pub(crate) fn epoch(&self, partition: i32) -> Option<Epoch> {
         self.parts.get(&partition).map(|p| p.epoch)

@@ -1,7 +1,8 @@
-//! The lag graphs' data: the topic's high watermarks and the group's committed offsets, sampled
-//! from the broker by one task per process, which startup owns (not a consumer: a consumer's
-//! task must only consume).
+//! The topic's high watermarks and the group's committed offsets, sampled from the broker by one
+//! task per process, which startup owns (not a consumer: a consumer's task must only consume):
+//! the lag graphs' data, and what the stall watch ([`crate::stall`]) judges the group by.
 
+use crate::stall::Rejoiner;
 use metrics::gauge;
 use pipeline_common::catalog;
 use pipeline_common::config::KafkaArgs;
@@ -20,8 +21,8 @@ const WATERMARK_EVERY: Duration = Duration::from_secs(5);
 /// process. The committed offset is also set when a commit of this process is acknowledged; the
 /// sample keeps it current for partitions other members own, and when acknowledgements of
 /// asynchronous commits do not reach the callback (they can be missing while the group commits
-/// every offset).
-pub(crate) fn spawn(kafka: &KafkaArgs, stop: CancellationToken) {
+/// every offset). Each sample also goes to `rejoiner`, when the stall watch is on.
+pub(crate) fn spawn(kafka: &KafkaArgs, stop: CancellationToken, mut rejoiner: Option<Rejoiner>) {
     let probe = match GroupProbe::new(kafka, &kafka.group, &kafka.topic) {
         Ok(p) => Arc::new(p),
         Err(e) => {
@@ -34,6 +35,9 @@ pub(crate) fn spawn(kafka: &KafkaArgs, stop: CancellationToken) {
             let p = probe.clone();
             match tokio::task::spawn_blocking(move || p.sample()).await {
                 Ok(Ok(partitions)) => {
+                    if let Some(r) = rejoiner.as_mut() {
+                        r.check(&partitions).await;
+                    }
                     for p in partitions {
                         let partition = p.partition.to_string();
                         gauge!(catalog::WRITER_PARTITION_HIGH_WATERMARK, "partition" => partition.clone())

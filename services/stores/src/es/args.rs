@@ -40,7 +40,7 @@ pub struct EsArgs {
     pub timeout_ms: u64,
     /// The index's `refresh_interval` when this service creates it: how soon a write becomes
     /// visible to searches. Refreshing is indexing work; at 30 s OpenSearch spent 4–27 % less CPU
-    /// per message on bulk writes than at its 1 s default (docs/performance.md). Durability does
+    /// per message on bulk writes than at its 1 s default (docs/results/performance-log.md). Durability does
     /// not depend on it (the translog is synced per bulk request), and reconcile refreshes
     /// before it counts. `-1` turns periodic refresh off.
     #[arg(

@@ -250,6 +250,14 @@ impl Sink for EsStore {
     async fn holds(&self, largest: &[Message]) -> Result<(), StoreError> {
         super::limit::holds(&self.client, largest).await
     }
+
+    async fn healthcheck(&self) -> Result<(), StoreError> {
+        let resp = self.client.ping().send().await.map_err(err)?;
+        match resp.status_code().as_u16() {
+            200..=299 => Ok(()),
+            status => Err(err(format!("HEAD /: HTTP {status}"))),
+        }
+    }
 }
 
 /// A message's bulk operation: indexed under its id, at its version as an external version.

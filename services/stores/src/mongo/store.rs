@@ -191,6 +191,10 @@ impl Sink for MongoStore {
     async fn holds(&self, largest: &[Message]) -> Result<(), StoreError> {
         super::limit::holds(self.coll.client(), largest).await
     }
+
+    async fn healthcheck(&self) -> Result<(), StoreError> {
+        self.coll.client().database("admin").run_command(mongodb::bson::doc! { "ping": 1 }).await.map(drop).map_err(err)
+    }
 }
 
 #[cfg(test)]

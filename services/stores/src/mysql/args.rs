@@ -22,7 +22,7 @@ pub struct MysqlArgs {
     pub url_file: Option<std::path::PathBuf>,
     /// A second URL, of a user that may change the schema (the migrations) and empty the tables
     /// (`reconcile reset`), so `--mysql-url` can be a user that may only SELECT, INSERT and
-    /// UPDATE (least privilege: docs/security.md). Unset: --mysql-url does both.
+    /// UPDATE (least privilege: docs/explanation/security.md). Unset: --mysql-url does both.
     #[arg(id = "mysql-admin-url", long = "mysql-admin-url", env = "MYSQL_ADMIN_URL", hide_env_values = true)]
     pub admin_url: Option<String>,
     /// A file holding the admin URL; wins over --mysql-admin-url.

@@ -190,4 +190,8 @@ impl Sink for MysqlStore {
     async fn holds(&self, largest: &[Message]) -> Result<(), StoreError> {
         limit::holds(self.packet, largest)
     }
+
+    async fn healthcheck(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await.map(drop).map_err(err)
+    }
 }

@@ -1,7 +1,7 @@
 //! The id index: `msg-ids`, a sorted set of every message key, all at score 0, so that counting
 //! is ZCARD and the ids of a prefix are a ZRANGEBYLEX range, O(log N + M), where a SCAN walks the
 //! whole keyspace on the server (9.4 s for a round's prefix at five million messages, 5.4 s to
-//! count 1.74 million; docs/performance.md, "As the stores grow").
+//! count 1.74 million; docs/results/performance-log.md, "As the stores grow").
 //!
 //! The index is trusted only while its marker, the empty member `""`, is in it and the database
 //! holds one key per member (`count.lua`). Only a rebuild adds the marker, after it has adopted

@@ -115,4 +115,8 @@ impl Sink for RedisStore {
     async fn holds(&self, largest: &[Message]) -> Result<(), StoreError> {
         super::limit::holds(self.conn.clone(), largest).await
     }
+
+    async fn healthcheck(&self) -> Result<(), StoreError> {
+        redis::cmd("PING").query_async::<()>(&mut self.conn.clone()).await.map_err(err)
+    }
 }

@@ -60,6 +60,9 @@ impl Sink for Fake {
     async fn holds(&self, _: &[Message]) -> Result<(), StoreError> {
         Ok(())
     }
+    async fn healthcheck(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 /// Dead letters kept in memory as (store, id).

@@ -2,7 +2,7 @@
 //! reference experiment's Java `ThreadPoolExecutor`: `core` workers, then a bounded queue, then extra workers up
 //! to `max`, then the rejection policy.
 //!
-//! The reference experiment's lesson (docs/seed.md) is that `CallerRunsPolicy` silently turns "async" into "sync". Here every
+//! The reference experiment's lesson (docs/explanation/experiment.md) is that `CallerRunsPolicy` silently turns "async" into "sync". Here every
 //! rejection is an event with a counter (`writer_pool_rejected_total`,
 //! `writer_pool_caller_runs_total`) next to the queue depth and active worker gauges, so the
 //! degradation shows on a dashboard the moment it starts.

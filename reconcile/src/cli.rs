@@ -1,11 +1,34 @@
-//! The command line. Exit codes: 0 all good · 1 ids, content or counts differ (or reset left
-//! data, repair left something it cannot fix, replay saw a record refused again) · 2 bad input ·
-//! 3 the pipeline did not drain in time · 4 a store or the broker could not be reached.
+//! The command line, and the exit codes ([`EXIT_CODES`]): docs/reference/reconcile.md is
+//! generated from both.
 
 use clap::{Parser, Subcommand};
 use pipeline_common::config::KafkaArgs;
 use pipeline_stores::{StoreArgs, StoreKind};
 use std::path::PathBuf;
+
+pub(crate) const MISMATCH: u8 = 1;
+pub(crate) const BAD_INPUT: u8 = 2;
+pub(crate) const NOT_DRAINED: u8 = 3;
+pub(crate) const UNREACHABLE: u8 = 4;
+
+/// Every exit code and what it means.
+pub(crate) const EXIT_CODES: [(u8, &str); 5] = [
+    (0, "all good: every store holds what was expected, or the command did what it was asked"),
+    (
+        MISMATCH,
+        "ids, content or counts differ (or reset left data, repair left something it cannot fix, \
+         replay saw a record refused again)",
+    ),
+    (BAD_INPUT, "bad input: a flag, a file or a combination that cannot be used; nothing was contacted or changed"),
+    (NOT_DRAINED, "the pipeline did not drain within --drain-timeout (the lagging partitions are named)"),
+    (UNREACHABLE, "a store or the broker could not be reached"),
+];
+
+/// The exit codes as `--help` ends with them.
+pub(crate) fn exit_codes_help() -> String {
+    let lines: Vec<String> = EXIT_CODES.iter().map(|(code, means)| format!("  {code}  {means}")).collect();
+    format!("Exit codes:\n{}", lines.join("\n"))
+}
 
 /// The longest `--drain-timeout`: a deadline this far ahead is still a valid instant on every
 /// platform, where `u64::MAX` seconds overflowed `Instant` and panicked after connecting.
@@ -113,6 +136,13 @@ pub(crate) enum Cmd {
         #[arg(long)]
         yes: bool,
     },
+    /// Wait for drain, then print each id as every store holds it (version, sender, recipient,
+    /// `sent_at`, body) and whether they agree (exit 1 when a store lacks it or holds other content).
+    Show {
+        /// The ids to show.
+        #[arg(required = true, num_args = 1..)]
+        ids: Vec<String>,
+    },
     /// Check that a k6 run's id log is complete and count its ids; contacts nothing.
     Ids {
         /// A k6 summary naming its id log, or a k6 id log.
@@ -140,4 +170,41 @@ pub(crate) enum DlqCmd {
         #[arg(long)]
         dry_run: bool,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// docs/reference/reconcile.md, and reconcile's section of configuration.md, are this
+    /// definition and [`EXIT_CODES`] (`UPDATE_DOCS=1 cargo test -p reconcile reference_pages`
+    /// rewrites them).
+    #[test]
+    fn the_reference_pages_are_the_command_line() {
+        let cmd = Cli::command();
+        let mut exits = String::from("| exit code | means |\n|---|---|\n");
+        for (code, means) in EXIT_CODES {
+            exits.push_str(&format!("| {code} | {means} |\n"));
+        }
+        let page = format!(
+            "# reconcile: every subcommand\n\n\
+             <!-- Generated from reconcile/src/cli.rs by its test the_reference_pages_are_the_command_line; \
+             do not edit. UPDATE_DOCS=1 cargo test -p reconcile reference_pages rewrites it. -->\n\n\
+             Every subcommand that judges the stores first waits for the pipeline to drain (the writers' \
+             group lag 0 on every partition and the counts stable for two polls), within `--drain-timeout`. \
+             `--json` prints one JSON document on standard output instead of text.\n\n\
+             ## Exit codes\n\n{exits}\n## Flags and subcommands\n\n{}",
+            pipeline_common::reference::flags_markdown(&cmd)
+        );
+        pipeline_testkit::docs::generated_file("docs/reference/reconcile.md", &page);
+        pipeline_testkit::docs::generated_block(
+            "docs/reference/configuration.md",
+            "reconcile",
+            &format!(
+                "{}\nThe subcommands and their own flags: [reconcile.md](reconcile.md).",
+                pipeline_common::reference::top_flags_markdown(&cmd)
+            ),
+        );
+    }
 }

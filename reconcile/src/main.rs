@@ -22,13 +22,14 @@ mod patient;
 mod repair;
 mod replay;
 mod report;
+mod show;
 mod tally;
 mod totals;
 
 #[cfg(test)]
 mod scale_tests;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use cli::{Cli, Cmd};
 use expect::{Expected, IdSource};
 use pipeline_stores::{Store, StoreKind};
@@ -38,10 +39,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub const MISMATCH: u8 = 1;
-const BAD_INPUT: u8 = 2;
-const NOT_DRAINED: u8 = 3;
-const UNREACHABLE: u8 = 4;
+pub(crate) use cli::{BAD_INPUT, MISMATCH, NOT_DRAINED, UNREACHABLE};
 
 /// What the command line asks for, resolved from its files before anything is contacted.
 enum Plan {
@@ -54,7 +52,11 @@ enum Plan {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().after_help(cli::exit_codes_help()).get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
     match run(cli).await {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
@@ -107,7 +109,9 @@ fn plan(cmd: &Cmd) -> anyhow::Result<Plan> {
             delete_extra: *delete_extra,
             batch: *batch,
         }),
-        Cmd::Ids { .. } | Cmd::Dlq { .. } | Cmd::Wipe { .. } => anyhow::bail!("internal: this command has no plan"),
+        Cmd::Ids { .. } | Cmd::Dlq { .. } | Cmd::Wipe { .. } | Cmd::Show { .. } => {
+            anyhow::bail!("internal: this command has no plan")
+        }
     })
 }
 
@@ -134,6 +138,16 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         eprintln!("reconcile: wiped {store}");
         return Ok(0);
+    }
+    if let Cmd::Show { ids } = &cli.cmd {
+        let stores = pipeline_stores::connect(&cli.stores, &StoreKind::ALL).await?;
+        for s in &stores {
+            s.prepare().await?;
+        }
+        if let Err(code) = drained(&cli, &stores).await? {
+            return Ok(code);
+        }
+        return show::run(&stores, ids, cli.json).await;
     }
     let plan = match plan(&cli.cmd) {
         Ok(p) => p,

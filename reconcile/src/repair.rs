@@ -7,7 +7,7 @@
 //! of the same version is replaced (it is damaged: a version has one content), a newer one never
 //! is, so a repair beside a live writer cannot bring an old version back. What a store holds in
 //! a newer version than MySQL cannot be repaired from MySQL (MySQL itself is behind: replay the
-//! topic, docs/trust.md) and is reported. Ids a store holds that MySQL does not are reported,
+//! topic, docs/explanation/trust.md) and is reported. Ids a store holds that MySQL does not are reported,
 //! and deleted only with `--delete-extra`.
 //!
 //! Every repaired id is read back and compared again, so the summary says what the stores hold

@@ -15,6 +15,7 @@ pub mod largest;
 pub mod message;
 pub mod procstat;
 pub mod record;
+pub mod reference;
 pub mod secret;
 pub mod telemetry;
 pub mod version;

@@ -21,7 +21,7 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 16 * 1024;
 /// room for the other fields. MongoDB's document limit (16 MiB of BSON, the body raw) and
 /// MEDIUMTEXT's 16 MiB are looser, and Elasticsearch's 100 MB request holds one such body
 /// escaped six times over in JSON. A MariaDB configured with a smaller `max_allowed_packet`
-/// lowers this bound (docs/trust.md). Proven in every real store by
+/// lowers this bound (docs/explanation/trust.md). Proven in every real store by
 /// `stores/tests/versions.rs` `every_store_holds_the_largest_body_the_edge_may_allow`.
 pub const MAX_STORABLE_BODY_BYTES: usize = 4 << 20;
 
@@ -48,18 +48,31 @@ pub const MAX_NAME_CHARS: usize = 64;
 /// is year -1 in UTC.
 pub const SENT_AT_YEARS: std::ops::RangeInclusive<i32> = 1000..=9999;
 
-/// What a client posts. Unknown fields are rejected so a typo never silently drops data.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
+/// A message as a client posts it. Unknown fields are refused, so a typo never silently drops data.
+// The field docs and `schema` attributes are the OpenAPI document's description of a message
+// (the ingest's `openapi` module); the checks themselves are `NewMessage::into_message`'s.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewMessage {
+    /// The message's id, an idempotency key: posting it again replaces the stored message with
+    /// the newer version in every store. Absent: the ingest gives it a UUIDv7.
     #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9_-]{1,64}$", nullable = false)]
     pub id: Option<String>,
+    /// 1 to 64 characters of any kind.
+    #[schema(min_length = 1, max_length = 64)]
     pub sender: String,
+    /// 1 to 64 characters of any kind.
+    #[schema(min_length = 1, max_length = 64)]
     pub recipient: String,
+    /// UTF-8 text of at most `MAX_BODY_BYTES` bytes (16 KiB unless the operator set it; 4 MiB
+    /// at most), stored byte for byte.
     pub body: String,
-    /// RFC 3339; kept as text here so that a bad value is reported as a field error (422),
-    /// not as a JSON syntax error.
+    /// RFC 3339, in UTC years 1000 to 9999 (what MySQL's `DATETIME` holds); kept to the
+    /// millisecond. Absent: the time the ingest received it. Kept as text here so that a bad
+    /// value is reported as a field error (422), not as a JSON syntax error.
     #[serde(default)]
+    #[schema(format = DateTime, nullable = false)]
     pub sent_at: Option<String>,
 }
 

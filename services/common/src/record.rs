@@ -4,7 +4,7 @@
 //! an older ingest wrote) or a JSON array of messages (a batch POST, cut into records of at most
 //! a byte budget). One record per request instead of one per message is the ingest's largest
 //! saving in batches: librdkafka's work, its delivery reports and the broker's (tansu's) work
-//! are per record, not per byte (docs/performance.md, "One record per request").
+//! are per record, not per byte (docs/results/performance-log.md, "Third round: one record per request").
 //!
 //! Offsets stay per record: a record is committed when every message in it is stored, and
 //! redelivered whole otherwise. Every store writes by id, so a redelivered array is harmless.
@@ -44,7 +44,7 @@ pub fn encode(msgs: &[Message], max_bytes: usize) -> Vec<Vec<u8>> {
 /// Joins records already encoded by [`encode`] into one: a single record is kept as it is; two or
 /// more become one array of all their messages, in order (an object is one item, an array's
 /// items are spliced in). The ingest's ring consumer uses it to send every request of a moment
-/// as one Kafka record (docs/performance.md, "Requests gathered into records").
+/// as one Kafka record (docs/results/performance-log.md, "Fourth round: requests gathered into records").
 #[derive(Debug, Default)]
 pub struct Joined {
     buf: Vec<u8>,

@@ -82,7 +82,7 @@ pub fn check_plaintext(links: &[String], allowed: bool) -> Result<(), String> {
             Ok(())
         }
         (false, false) => Err(format!(
-            "plaintext links to other machines: {}; configure TLS (docs/security.md) or pass --allow-plaintext \
+            "plaintext links to other machines: {}; configure TLS (docs/explanation/security.md) or pass --allow-plaintext \
              (PIPELINE_ALLOW_PLAINTEXT=true) for a network you trust",
             links.join(", ")
         )),

@@ -1,6 +1,6 @@
 //! Logs, metrics and the process boot id, set up the same way by every binary.
 //!
-//! The boot id answers the first lesson of the reference experiment (docs/seed.md) ("verify every run is a fresh process"): a new
+//! The boot id answers the first lesson of the reference experiment (docs/explanation/experiment.md) ("verify every run is a fresh process"): a new
 //! random id per process start, exported as `pipeline_process_info{service,version,boot_id} 1`
 //! (with `process_start_time_seconds`) and as `boot_id` on `/healthz`, so a load script can prove
 //! it measured one fresh process from start to end.

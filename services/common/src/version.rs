@@ -10,7 +10,7 @@
 //! version, …)`, Elasticsearch external versioning, a filtered MongoDB upsert, a Redis script).
 //! Keeping the maximum is commutative and idempotent, so the stores converge on the same version
 //! whatever the delivery order, and a redelivered old version can never come back over a newer
-//! one (docs/trust.md, "A re-used id").
+//! one (docs/explanation/trust.md, "A re-used id").
 //!
 //! A version is the acceptance time in microseconds since [`EPOCH`] (2025-01-01), shifted left
 //! by [`INSTANCE_BITS`], with the ingest's instance number in the low bits:

@@ -33,7 +33,7 @@ pub(crate) enum Cmd {
     /// dead-letter replay) under load, each ending in an exact reconcile; one table row each.
     Chaos(Box<crate::chaos::ChaosArgs>),
     /// The performance figures in one go: the references (null 202, each server alone) and the
-    /// pipeline (single POSTs and batches), as one table; docs/performance.md explains it.
+    /// pipeline (single POSTs and batches), as one table; docs/guides/experiment.md, "The performance figures", explains it.
     Bench(Box<crate::bench::BenchArgs>),
     /// Two builds (or two sets of flags) against each other, alternating: the ingest alone, the
     /// pipeline, or the writer draining a backlog; one line per run.
@@ -69,6 +69,14 @@ mod tests {
             let bare = pipeline_testkit::flags_without_help(sub);
             assert!(bare.is_empty(), "{}: flags without help: {bare:?}", sub.get_name());
         }
+    }
+
+    /// docs/reference/configuration.md's experiment section is this definition
+    /// (`UPDATE_DOCS=1 cargo test -p experiment configuration_page` rewrites it).
+    #[test]
+    fn the_configuration_page_has_every_experiment_flag() {
+        let md = pipeline_common::reference::flags_markdown(&Cli::command());
+        pipeline_testkit::docs::generated_block("docs/reference/configuration.md", "experiment", &md);
     }
 
     #[test]

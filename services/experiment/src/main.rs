@@ -1,5 +1,5 @@
 //! `experiment`: the reference's write-policy comparison as one command, with evidence a stranger can
-//! audit. See docs/experiment.md.
+//! audit. See docs/guides/experiment.md.
 #![forbid(unsafe_code)]
 // Visibility says who uses an item: `pub` only for what another crate reads.
 #![warn(unreachable_pub)]

@@ -69,7 +69,7 @@ fn policies_are_the_seeds() {
 }
 
 /// Every plan shipped in `plans/` parses, validates and names only known policies: a user
-/// copying one from the README or docs/experiment.md must not meet a typo first.
+/// copying one from the README or docs/guides/experiment.md must not meet a typo first.
 #[test]
 fn every_shipped_plan_is_valid() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("plans");

@@ -203,7 +203,7 @@ pub(crate) fn render(ev: &Evidence, views: &[RoundView], charts: &[String]) -> S
     }
     let _ = writeln!(
         md,
-        "How to read this report, and what each gate guards against: `docs/experiment.md` in the repository."
+        "How to read this report, and what each gate guards against: `docs/guides/experiment.md` in the repository."
     );
     md
 }

@@ -168,7 +168,7 @@ pub(crate) async fn run_in(args: &RunArgs, held: Option<&File>) -> Result<(PathB
     let schedule = plan.schedule();
     if plan.warming_round() {
         // The stores' warm-up leaves OpenSearch dearer in the first round than in the second
-        // (docs/performance.md, "Fresh servers and warm ones"): the first slot runs once more,
+        // (docs/results/performance-log.md, "Fresh servers and warm ones"): the first slot runs once more,
         // unmeasured, so every measured round follows a whole round of the pipeline.
         if let Some(first) = schedule.first() {
             // Round 0, with no fault: its own k6 run id, so no id of it reappears in round 1.

@@ -12,12 +12,13 @@
 //! A missing or wrong key gets 401 with `WWW-Authenticate: Bearer` and nothing about why. The
 //! key's name travels with the request ([`KeyName`]) into the metrics and the access log.
 
+use crate::answer::{ApiError, Code};
 use crate::config::{AuthMode, IngestConfig};
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header;
 use actix_web::middleware::Next;
-use actix_web::{web, HttpMessage, HttpResponse};
+use actix_web::{web, HttpMessage, ResponseError};
 use arc_swap::ArcSwap;
 use metrics::counter;
 use pipeline_common::catalog;
@@ -165,7 +166,7 @@ impl Auth {
         let defaults = Limits { rate: cfg.key_rate, bytes_rate: cfg.key_bytes_rate, share: cfg.key_ring_share };
         match (cfg.auth, &cfg.auth_keys) {
             (AuthMode::None, _) => {
-                tracing::warn!("--auth none: ANYONE who reaches this port can write; for a lab only (docs/security.md)");
+                tracing::warn!("--auth none: ANYONE who reaches this port can write; for a lab only (docs/explanation/security.md)");
                 Ok(Arc::new(Auth { keys: ArcSwap::from_pointee(Keys(Vec::new())), path: None, defaults }))
             }
             (AuthMode::Keys, None) => anyhow::bail!(
@@ -256,9 +257,8 @@ pub async fn require_key(
             Ok(next.call(req).await?.map_into_boxed_body())
         }
         None => {
-            let resp = HttpResponse::Unauthorized()
-                .insert_header((header::WWW_AUTHENTICATE, "Bearer realm=\"pipeline\""))
-                .json(serde_json::json!({ "error": "unauthorized", "detail": "a valid API key is required (Authorization: Bearer ...)" }));
+            let resp = ApiError::new(Code::Unauthorized, "a valid API key is required (Authorization: Bearer ...)")
+                .error_response();
             Ok(req.into_response(resp))
         }
     }

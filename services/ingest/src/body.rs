@@ -11,10 +11,10 @@
 //! - **parse memory**: a batch is parsed item by item with its count checked as it goes (the
 //!   1,001st item ends the parse), and a batch that is not a list of valid messages is taken
 //!   apart as borrowed raw items, never as a tree of JSON values (a body of 8 MB of `[0,0,…]`
-//!   made ~150 MB of `Value`s before: docs/security.md).
+//!   made ~150 MB of `Value`s before: docs/explanation/security.md).
 
-use crate::answer::ApiError;
-use actix_web::http::{header, StatusCode};
+use crate::answer::{ApiError, Code};
+use actix_web::http::header;
 use actix_web::{web, HttpRequest};
 use futures::StreamExt;
 use metrics::{counter, gauge};
@@ -65,7 +65,7 @@ pub(crate) struct Bounds<'a> {
 
 fn busy(retry_after: u64) -> ApiError {
     counter!(catalog::INGEST_BODY_REFUSALS_TOTAL, "reason" => "budget").increment(1);
-    ApiError::unavailable("busy", "too many request bodies are being read; retry later", retry_after)
+    ApiError::retry(Code::Busy, "too many request bodies are being read; retry later", retry_after)
 }
 
 /// Checks the content type and reads the body up to `bounds.limit`, within the deadline and the
@@ -79,14 +79,12 @@ pub(crate) async fn read_json(
     let mime = ct.split(';').next().unwrap_or("").trim();
     if !mime.eq_ignore_ascii_case("application/json") {
         return Err(ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
+            Code::UnsupportedMediaType,
             format!("Content-Type must be application/json, got `{ct}`"),
         ));
     }
     let limit = bounds.limit;
-    let too_large =
-        || ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", format!("body over {limit} bytes"));
+    let too_large = || ApiError::new(Code::PayloadTooLarge, format!("body over {limit} bytes"));
     let announced = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
     if announced.is_some_and(|n| n > limit) {
         return Err(too_large());
@@ -106,7 +104,7 @@ pub(crate) async fn read_json(
     let read = async {
         let mut body = web::BytesMut::with_capacity(announced.unwrap_or(0).min(limit));
         while let Some(chunk) = payload.next().await {
-            let chunk = chunk.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_body", e.to_string()))?;
+            let chunk = chunk.map_err(|e| ApiError::new(Code::BadBody, e.to_string()))?;
             if body.len() + chunk.len() > limit {
                 return Err(too_large());
             }
@@ -132,8 +130,7 @@ pub(crate) async fn read_json(
         Err(_) => {
             counter!(catalog::INGEST_BODY_REFUSALS_TOTAL, "reason" => "timeout").increment(1);
             return Err(ApiError::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "request_timeout",
+                Code::RequestTimeout,
                 format!("the body did not arrive within {} ms", bounds.deadline.as_millis()),
             )
             .closing());

@@ -64,7 +64,7 @@ pub struct IngestConfig {
     #[command(subcommand)]
     pub cmd: Option<Cmd>,
     /// Who may write: `keys` (each API request's bearer token must be in --auth-keys) or `none`
-    /// (anyone who reaches the port; for a lab, logged loudly at start). docs/security.md.
+    /// (anyone who reaches the port; for a lab, logged loudly at start). docs/explanation/security.md.
     #[arg(long, env = "INGEST_AUTH", value_enum, default_value_t = AuthMode::Keys)]
     pub auth: AuthMode,
     /// The API keys file: one `NAME sha256:HEX` per line (`ingest key new NAME` makes a key).
@@ -133,12 +133,12 @@ pub struct IngestConfig {
     /// because the broker's and librdkafka's work is per record. With --record-max-bytes 0 it is
     /// librdkafka's linger instead (records into one produce request). Longer means fewer, larger
     /// records, at the price of up to that long added to a 202 when traffic is light
-    /// (docs/performance.md).
+    /// (docs/results/performance-log.md).
     #[arg(long, env = "INGEST_LINGER_MS", default_value_t = 20, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub linger_ms: u64,
     /// adaptive: a gathered record goes as soon as no record is in flight to the broker (and at
     /// the latest after --linger-ms), so a 202 waits for the window only while the broker is
-    /// busy with the record before; fixed: it always waits the whole window (docs/architecture.md,
+    /// busy with the record before; fixed: it always waits the whole window (docs/explanation/architecture.md,
     /// "Why the window adapts").
     #[arg(long, env = "INGEST_LINGER_MODE", value_enum, default_value_t = LingerMode::Adaptive)]
     pub linger_mode: LingerMode,
@@ -148,7 +148,7 @@ pub struct IngestConfig {
     /// Largest Kafka record, in bytes. Messages travel as JSON arrays: a batch POST is cut into
     /// records of at most this size, and the requests of one --linger-ms window are joined into
     /// records of at most this size (a message larger than it gets a record of its own):
-    /// librdkafka's and the broker's work is per record (docs/performance.md). Must stay below
+    /// librdkafka's and the broker's work is per record (docs/results/performance-log.md). Must stay below
     /// the producer's `message.max.bytes`. 0: one record per message and nothing joined, the
     /// format before batch records, for an ingest that runs before its writers are upgraded
     /// (writers read both formats; older writers only this one).
@@ -163,7 +163,7 @@ pub struct IngestConfig {
     pub producer_options: KafkaOptions,
     /// This ingest's number in the versions it stamps on messages (0-255; random when unset).
     /// Several ingests writing one topic need distinct numbers for two versions of an id never to
-    /// tie (`pipeline_common::version`, docs/trust.md "A re-used id").
+    /// tie (`pipeline_common::version`, docs/explanation/trust.md "A re-used id").
     #[arg(long, env = "INGEST_ID", value_parser = clap::value_parser!(u16).range(0..=i64::from(pipeline_common::version::MAX_INSTANCE)))]
     pub ingest_id: Option<u16>,
     /// Longest a request's body may take to arrive after its head, in milliseconds: past it,

@@ -5,10 +5,10 @@
 //! but each record stays a record, and the broker's work (tansu's most of all) and librdkafka's
 //! delivery reports are per record. Single POSTs were one record each, and tansu's CPU per
 //! message on them was several times its CPU for messages that came 100 to a record
-//! (docs/performance.md). Joined here, a window of single POSTs is one record, and librdkafka
+//! (docs/results/performance-log.md). Joined here, a window of single POSTs is one record, and librdkafka
 //! sends it as soon as it has it (its own linger is 0 while the ring gathers).
 //!
-//! The window can adapt (`--linger-mode adaptive`, the default; docs/architecture.md): a gathered record goes as soon as
+//! The window can adapt (`--linger-mode adaptive`, the default; docs/explanation/architecture.md): a gathered record goes as soon as
 //! nothing is in flight to the broker, and requests gather only while the previous record awaits
 //! its acknowledgement, as Nagle's algorithm does for TCP segments; but records go at most one per
 //! [`spacing`] (a quarter window, 5 ms at most). An idle ingest then sends a request's record at

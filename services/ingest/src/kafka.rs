@@ -95,7 +95,7 @@ pub fn producer_client_config(cfg: &ProducerSettings) -> ClientConfig {
         // (`crate::partitions`): produce requests to one partition at a time instead of one per
         // partition (an adaptive window may send a few records within one window). tansu answers a connection's requests one at a time; with four
         // requests per window, librdkafka's broker thread spun on `poll(0)` while its
-        // in-flight window was full (the figures are in docs/performance.md).
+        // in-flight window was full (the figures are in docs/results/performance-log.md).
         // Until the partition count is known, the sticky partitioner does the same at
         // random.
         .set("sticky.partitioning.linger.ms", cfg.linger_ms.to_string())
@@ -104,7 +104,7 @@ pub fn producer_client_config(cfg: &ProducerSettings) -> ClientConfig {
         // in-flight *messages* (not requests) are below 5, yet still schedules an immediate
         // wake-up for the ready batch: its broker thread spun on `poll(0)` until the broker
         // answered. With one request in flight the waiting request sits in the output queue,
-        // which stops the wake-ups (docs/performance.md, "librdkafka's spinning broker
+        // which stops the wake-ups (docs/results/performance-log.md, "Ingest: the broker
         // thread"). tansu answers a connection's requests one at a time anyway.
         .set("max.in.flight.requests.per.connection", "1");
     cfg.options.apply(&mut config);
@@ -142,7 +142,7 @@ impl Publisher {
         // Every record must fit the producer's limit with room for its framing, or a valid
         // request would fail at librdkafka after validation said 202-worthy, again on every
         // retry (`ProducerSettings::largest_record`). The broker's own limit (tansu's, a topic's
-        // `max.message.bytes`) is not visible from here: docs/architecture.md says to keep it at
+        // `max.message.bytes`) is not visible from here: docs/explanation/architecture.md says to keep it at
         // least this large.
         let max = config.get("message.max.bytes").and_then(|v| v.parse::<usize>().ok()).unwrap_or(1_000_000);
         let (largest, why) = &cfg.largest_record;

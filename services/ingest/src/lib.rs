@@ -9,13 +9,14 @@
 #![warn(unreachable_pub)]
 
 pub(crate) mod ack;
-pub(crate) mod answer;
+pub mod answer;
 pub mod auth;
 pub(crate) mod body;
 pub mod config;
 pub(crate) mod gather;
 pub mod kafka;
 pub(crate) mod limits;
+pub mod openapi;
 pub(crate) mod partitions;
 pub(crate) mod ready;
 pub(crate) mod ring;

@@ -6,7 +6,7 @@ use pipeline_common::telemetry;
 
 /// mimalloc instead of glibc's malloc: a request allocates per message (parse, validation, the
 /// Kafka payload, its delivery report), and glibc's allocator was a large share of the ingest's
-/// profile under load; mimalloc lowered its CPU per message (docs/performance.md). The writer
+/// profile under load; mimalloc lowered its CPU per message (docs/results/performance-log.md). The writer
 /// gained nothing from it, so it keeps glibc's.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -5,7 +5,7 @@
 //! one window in four lands on the partition whose previous request tansu has not answered yet.
 //! With idempotence, librdkafka sends a partition nothing new while 5 or more of its messages
 //! are in flight, yet it has already scheduled an immediate wake-up for the ready batch: its
-//! broker thread then spins on `poll(0)` until the answer comes (docs/performance.md). Taken in turn,
+//! broker thread then spins on `poll(0)` until the answer comes (docs/results/performance-log.md). Taken in turn,
 //! a partition's previous request went out `partitions - 1` windows ago.
 //!
 //! The partition count comes from the broker's metadata, the answer the readiness loop asks for

@@ -1,7 +1,7 @@
 //! HTTP handlers. Every error is JSON `{"error": code, "detail": what and where}`; bad input is
 //! a 4xx and never touches the ring.
 //!
-//! The answers to a valid request are a contract (docs/architecture.md, "What an answer means"):
+//! The answers to a valid request are a contract (docs/explanation/trust.md, "What an answer means"):
 //! - **202**: Kafka acknowledged every message (acks=all); each will be in all four stores once.
 //! - **503** (`ring_full`, `kafka_unavailable`, with Retry-After): nothing of the request was
 //!   written and nothing will be. Retrying is always safe.
@@ -13,15 +13,15 @@
 //! A client that loses the connection after sending must treat the request as uncertain too.
 
 use crate::ack::{Delivery, RequestAck};
-use crate::answer::ApiError;
+use crate::answer::{ApiError, Code};
 use crate::auth::KeyName;
 use crate::body::{self, BatchError, BodyBudget, Bounds};
 use crate::config::{AckMode, IngestConfig};
 use crate::gather::Entry;
 use crate::limits::{KeyLimits, Refusal};
+use crate::openapi::{Accepted, AcceptedBatch};
 use crate::ring::Ring;
-use crate::telemetry_mw::Accepted;
-use actix_web::http::StatusCode;
+use crate::telemetry_mw::Accepted as Counted;
 use actix_web::{web, HttpMessage, HttpRequest, HttpResponse, ResponseError};
 use pipeline_common::message::{FieldError, Limits, Message, NewMessage};
 use pipeline_common::record;
@@ -40,12 +40,8 @@ fn json_error(e: serde_json::Error) -> ApiError {
     use serde_json::error::Category;
     let detail = format!("{e}");
     match e.classify() {
-        Category::Data => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_message", detail),
-        _ => ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "malformed_json",
-            json!({ "message": detail, "line": e.line(), "column": e.column() }),
-        ),
+        Category::Data => ApiError::new(Code::InvalidMessage, detail),
+        _ => ApiError::new(Code::MalformedJson, json!({ "message": detail, "line": e.line(), "column": e.column() })),
     }
 }
 
@@ -82,14 +78,15 @@ async fn await_ack(
         Delivery::Acknowledged => Ok(()),
         Delivery::Uncertain(e) => Err(ApiError::uncertain(&e, cfg.retry_after_secs, msgs)),
         // No record of the request was sent (`RequestAck` makes a partial one uncertain).
-        Delivery::NotSent(e) => Err(ApiError::unavailable("kafka_unavailable", &e, cfg.retry_after_secs)),
+        Delivery::NotSent(e) => Err(ApiError::retry(Code::KafkaUnavailable, &e, cfg.retry_after_secs)),
     }
 }
 
 /// A refusal for the key's limits as its answer.
 fn limited(r: Refusal) -> ApiError {
     match r {
-        Refusal::Rate { reason, retry_after } => ApiError::limited(
+        Refusal::Rate { reason, retry_after } => ApiError::retry(
+            Code::RateLimited,
             &format!(
                 "this key's {} limit is reached; retry later",
                 if reason == "bytes" { "bytes-per-second" } else { "messages-per-second" }
@@ -97,11 +94,10 @@ fn limited(r: Refusal) -> ApiError {
             retry_after.as_secs_f64().ceil().max(1.0) as u64,
         ),
         Refusal::TooLarge { reason, limit } => ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "payload_too_large",
+            Code::PayloadTooLarge,
             format!("more than this key may send in one second ({limit} {reason} per second)"),
         ),
-        Refusal::Share => ApiError::unavailable("key_busy", "this key's share of the ingest is in use; retry later", 1),
+        Refusal::Share => ApiError::retry(Code::KeyBusy, "this key's share of the ingest is in use; retry later", 1),
     }
 }
 
@@ -123,7 +119,7 @@ async fn publish(cfg: &IngestConfig, ring: &WorkerRing, key: Key<'_>, msgs: &[Me
     let entries = records.into_iter().map(|payload| Entry { payload, ack: ack.clone() }).collect();
     drop(ack);
     let put = ring.0.borrow_mut().try_put_all(entries);
-    put.map_err(|_| ApiError::unavailable("ring_full", "the ingest ring is full; retry later", cfg.retry_after_secs))?;
+    put.map_err(|_| ApiError::retry(Code::RingFull, "the ingest ring is full; retry later", cfg.retry_after_secs))?;
     await_ack(cfg, rx, msgs).await
 }
 
@@ -159,12 +155,12 @@ pub(crate) async fn post_message(
     let new: NewMessage = serde_json::from_slice(&body.bytes).map_err(json_error)?;
     drop(body);
     let now = OffsetDateTime::now_utc();
-    let msg = new.into_message(limits(&cfg), now, clock.next(now)).map_err(|errs| {
-        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_message", Value::Array(field_errors(None, &errs)))
-    })?;
+    let msg = new
+        .into_message(limits(&cfg), now, clock.next(now))
+        .map_err(|errs| ApiError::new(Code::InvalidMessage, Value::Array(field_errors(None, &errs))))?;
     publish(&cfg, &ring, key_of(&req, &key_limits), std::slice::from_ref(&msg)).await?;
-    let mut resp = HttpResponse::Accepted().json(json!({ "id": msg.id, "version": msg.version }));
-    resp.extensions_mut().insert(Accepted(1));
+    let mut resp = HttpResponse::Accepted().json(Accepted { id: &msg.id, version: msg.version });
+    resp.extensions_mut().insert(Counted(1));
     Ok(resp)
 }
 
@@ -188,16 +184,8 @@ pub(crate) async fn post_batch(
     let versions = msgs.iter().map(|m| m.version).collect();
     let mut resp =
         HttpResponse::Accepted().json(AcceptedBatch { ids: msgs.iter().map(|m| m.id.as_str()).collect(), versions });
-    resp.extensions_mut().insert(Accepted(msgs.len()));
+    resp.extensions_mut().insert(Counted(msgs.len()));
     Ok(resp)
-}
-
-/// A batch's 202 body, serialized straight from the ids (no JSON tree of copies per request):
-/// the ids and, in the same order, the versions they were accepted as.
-#[derive(serde::Serialize)]
-struct AcceptedBatch<'a> {
-    ids: Vec<&'a str>,
-    versions: Vec<u64>,
 }
 
 /// Validates a batch's items: all valid, or a 422 naming each bad field by its item's index.
@@ -214,14 +202,14 @@ fn validate(cfg: &IngestConfig, clock: &VersionClock, items: Vec<NewMessage>) ->
         }
     }
     if !bad.is_empty() {
-        return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_batch", Value::Array(bad)));
+        return Err(ApiError::new(Code::InvalidBatch, Value::Array(bad)));
     }
     Ok(msgs)
 }
 
 /// The answer to a batch body that is not a list of 1 to `--max-batch` valid messages.
 fn batch_error(cfg: &IngestConfig, e: BatchError) -> ApiError {
-    let invalid = |detail: Value| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_batch", detail);
+    let invalid = |detail: Value| ApiError::new(Code::InvalidBatch, detail);
     match e {
         BatchError::Syntax(e) => json_error(e),
         BatchError::NotArray => invalid("the body must be a JSON array of messages".into()),
@@ -254,12 +242,17 @@ pub(crate) async fn readyz(ready: web::Data<crate::ready::Readiness>) -> HttpRes
     ready.answer()
 }
 
+/// The OpenAPI document ([`crate::openapi`]), made once.
+pub(crate) async fn openapi() -> HttpResponse {
+    static DOC: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HttpResponse::Ok().content_type("application/json").body(DOC.get_or_init(crate::openapi::json).clone())
+}
+
 pub(crate) async fn metrics(handle: web::Data<metrics_exporter_prometheus::PrometheusHandle>) -> HttpResponse {
     HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(handle.render())
 }
 
 /// Catch-all: unknown paths and methods get the same JSON error shape.
 pub(crate) async fn not_found(req: HttpRequest) -> HttpResponse {
-    ApiError::new(StatusCode::NOT_FOUND, "not_found", format!("no route for {} {}", req.method(), req.path()))
-        .error_response()
+    ApiError::new(Code::NotFound, format!("no route for {} {}", req.method(), req.path())).error_response()
 }

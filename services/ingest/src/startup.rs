@@ -75,7 +75,7 @@ impl Application {
             (Duration::from_millis(cfg.head_timeout_ms), Duration::from_secs(cfg.keep_alive_secs));
         let per_worker = cfg.max_connections.div_ceil(workers).max(1);
         // With --admin-listen, /healthz, /readyz and /metrics are served there only; without
-        // it, beside the API (docs/security.md).
+        // it, beside the API (docs/explanation/security.md).
         let admin = match cfg.admin_listen {
             Some(addr) => {
                 let listener = TcpListener::bind(addr).with_context(|| format!("binding the admin listener {addr}"))?;
@@ -168,11 +168,12 @@ impl Application {
     }
 }
 
-/// What the admin listener serves: liveness, readiness and the metrics.
+/// What the admin listener serves: liveness, readiness, the metrics and the OpenAPI document.
 fn admin_routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/healthz", web::get().to(routes::healthz))
         .route("/readyz", web::get().to(routes::readyz))
-        .route("/metrics", web::get().to(routes::metrics));
+        .route("/metrics", web::get().to(routes::metrics))
+        .route("/openapi.json", web::get().to(routes::openapi));
 }
 
 struct CloseOnDrop(Publisher);

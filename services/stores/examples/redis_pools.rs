@@ -8,7 +8,7 @@
 //! Writes `batches` × 100 messages with each concurrency, both ways, into Redis database 2
 //! (flushed before and after), and prints wall time, messages/s and this process's CPU per
 //! message (from /proc/self/stat). The pooled side sends a pipeline of `SET msg:<id>`, what
-//! `RedisStore::write` sent when the measurement in docs/architecture.md ("Connection pools")
+//! `RedisStore::write` sent when the measurement in docs/results/2026-11-30-redis-connection-pools.md
 //! was made; `RedisStore::write` now sends one script call (the version rule), so the two sides
 //! no longer do the same server work.
 

@@ -12,7 +12,7 @@
 //!
 //! Deployment files (the servers themselves: `scripts/stack`, compose's services and their init
 //! files, `.env.example`) are exempt: a new store brings its server there, which is the "plus
-//! deployment files" of docs/architecture.md's steps.
+//! deployment files" of docs/explanation/architecture.md's steps.
 
 use pipeline_stores::StoreKind;
 use std::path::{Path, PathBuf};

@@ -14,6 +14,7 @@ use tokio::sync::{Mutex, MutexGuard};
 
 mod check;
 mod data;
+pub mod docs;
 mod kafka;
 mod key;
 mod namespace;

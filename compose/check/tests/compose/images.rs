@@ -91,3 +91,21 @@ fn every_image_is_pinned() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// The image builds with the toolchain CI builds with: compose/Dockerfile's default RUST_IMAGE
+/// names rust-toolchain.toml's channel.
+#[test]
+fn the_image_and_ci_use_one_toolchain() {
+    let toolchain = read("rust-toolchain.toml");
+    let channel = toolchain
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("channel = "))
+        .map(|v| v.trim_matches('"').to_string())
+        .expect("rust-toolchain.toml names a channel");
+    let df = read("compose/Dockerfile");
+    let image = df
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("ARG RUST_IMAGE="))
+        .expect("compose/Dockerfile has ARG RUST_IMAGE=");
+    assert_eq!(image, format!("rust:{channel}-bookworm"), "compose/Dockerfile's RUST_IMAGE and rust-toolchain.toml");
+}

@@ -4,7 +4,7 @@
 //! .env.example's, the k6 service's output in a folder every clone has; the Prometheus rules and
 //! the Grafana dashboard querying only metrics of the catalog (services/common/src/catalog.rs),
 //! and those metrics present in a real scrape of a running writer and ingest (this one needs the
-//! servers of `scripts/stack up`, and fails naming the missing one); the README's metric table
+//! servers of `scripts/stack up`, and fails naming the missing one); the metrics reference page
 //! equal to the catalog.
 //!
 //! The programs' variables come from their own `--help` (clap prints `[env: NAME=]` and

@@ -1,10 +1,7 @@
-//! The README's metric table equal to the catalog.
+//! docs/reference/metrics.md equal to the catalog (services/common/src/catalog.rs).
+//! `UPDATE_DOCS=1 cargo test -p compose-check --test compose metrics_page` rewrites it.
 
-use crate::root;
 use pipeline_common::catalog;
-
-const BEGIN: &str = "<!-- metrics:begin (generated from services/common/src/catalog.rs by compose/check; UPDATE_README=1 cargo test -p compose-check --test compose readme rewrites it) -->";
-const END: &str = "<!-- metrics:end -->";
 
 fn metric_table() -> String {
     let mut s = String::from("| metric | type | meaning |\n|---|---|---|\n");
@@ -15,24 +12,16 @@ fn metric_table() -> String {
 }
 
 #[test]
-fn readme_metric_table_is_the_catalog() {
-    let path = root().join("README.md");
-    let text = std::fs::read_to_string(&path).expect("README.md");
-    let (Some(b), Some(e)) = (text.find(BEGIN), text.find(END)) else {
-        panic!("README.md has no generated metric table (lines {BEGIN} … {END})");
-    };
-    let current = &text[b + BEGIN.len()..e];
-    let want = format!("\n{}", metric_table());
-    if current != want {
-        if std::env::var_os("UPDATE_README").is_some() {
-            let new = format!("{}{BEGIN}{want}{}", &text[..b], &text[e..]);
-            std::fs::write(&path, new).expect("write README.md");
-            println!("README.md metric table rewritten from the catalog");
-        } else {
-            panic!(
-                "README.md's metric table differs from services/common/src/catalog.rs; \
-                 run `UPDATE_README=1 cargo test -p compose-check --test compose readme`"
-            );
-        }
-    }
+fn the_metrics_page_is_the_catalog() {
+    let page = format!(
+        "# Metrics: every series the ingest and the writer export\n\n\
+         <!-- Generated from services/common/src/catalog.rs by compose/check/tests/compose/readme.rs; do not \
+         edit. UPDATE_DOCS=1 cargo test -p compose-check --test compose metrics_page rewrites it. -->\n\n\
+         Both services export Prometheus text on `/metrics` (the ingest on its admin listener, or its API port \
+         without one; the writer on `--metrics-addr`), every series with a `# HELP` line. Every metric is \
+         declared once, with its help, in the catalog; a test refuses metric names spelled anywhere else. \
+         How to scrape and chart them: [the observability guide](../guides/observability.md).\n\n{}",
+        metric_table()
+    );
+    pipeline_testkit::docs::generated_file("docs/reference/metrics.md", &page);
 }

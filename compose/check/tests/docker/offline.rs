@@ -25,7 +25,7 @@ struct Project {
 impl Project {
     fn new() -> Project {
         let root = shared::root();
-        // The secrets a user makes once before the first `up` (README, "Under Docker"): a clean
+        // The secrets a user makes once before the first `up` (docs/guides/compose.md): a clean
         // clone has none, and compose refuses to start a service whose secret file is missing.
         // The script leaves every existing file alone.
         let made = Command::new(root.join("scripts/compose-secrets")).output().expect("scripts/compose-secrets");

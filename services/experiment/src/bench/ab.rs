@@ -1,6 +1,6 @@
 //! `experiment ab`: two builds (or two sets of flags) against each other, alternating A B A B so
 //! that drift of the machine falls on both, one line per run. This is how a change is measured
-//! before `experiment bench` accepts it (docs/performance.md names the command of each figure).
+//! before `experiment bench` accepts it (docs/results/performance-log.md names the command of each figure).
 //!
 //! - `--part ingest`: the ingest alone under k6, into a topic nobody reads: k6's accepted rate and
 //!   latency, CPU per message of the ingest and the broker.

@@ -1,5 +1,5 @@
 //! `experiment bench`: the performance figures in one go, on this machine, back to back, as one
-//! table (docs/performance.md explains each column). Release builds unless told otherwise.
+//! table (docs/guides/experiment.md, "The performance figures", explains each column). Release builds unless told otherwise.
 //!
 //! 1. The load generator's own limit: k6 against a server that only answers 202
 //!    (`ingest/examples/null_202.rs`), single POSTs and batch POSTs.

@@ -3,7 +3,7 @@
 //! checked against what the README says it prints. So the README cannot rot.
 //!
 //! Three things are changed on the way, each so that the run is private and uses this build:
-//! `cargo build ...` is left out and `target/release/` becomes the folder of the binaries this
+//! `scripts/build` is left out and `target/release/` becomes the folder of the binaries this
 //! test runs with (`pipeline_testkit::bin_path`); `localhost:8080` becomes a free port; the logs
 //! go to a temporary folder. The servers, topic, group and store namespaces are a private
 //! namespace's, given through the environment the programs read (`. scripts/lib.sh` keeps
@@ -62,7 +62,7 @@ async fn the_first_message_section_works_as_written() {
     let bin_dir = bin_path("writer").parent().expect("bin dir").display().to_string();
     let script: Vec<String> = blocks[0]
         .lines()
-        .filter(|l| !l.trim_start().starts_with("cargo build"))
+        .filter(|l| !l.trim_start().starts_with("scripts/build"))
         .map(|l| {
             l.replace("target/release/", &format!("{bin_dir}/"))
                 .replace("localhost:8080", &format!("127.0.0.1:{port}"))

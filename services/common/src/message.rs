@@ -55,9 +55,9 @@ pub const SENT_AT_YEARS: std::ops::RangeInclusive<i32> = 1000..=9999;
 #[serde(deny_unknown_fields)]
 pub struct NewMessage {
     /// The message's id, an idempotency key: posting it again replaces the stored message with
-    /// the newer version in every store. Absent: the ingest gives it a UUIDv7.
+    /// the newer version in every store. Absent or null: the ingest gives it a UUIDv7.
     #[serde(default)]
-    #[schema(pattern = "^[A-Za-z0-9_-]{1,64}$", nullable = false)]
+    #[schema(pattern = "^[A-Za-z0-9_-]{1,64}$")]
     pub id: Option<String>,
     /// 1 to 64 characters of any kind.
     #[schema(min_length = 1, max_length = 64)]
@@ -69,10 +69,10 @@ pub struct NewMessage {
     /// at most), stored byte for byte.
     pub body: String,
     /// RFC 3339, in UTC years 1000 to 9999 (what MySQL's `DATETIME` holds); kept to the
-    /// millisecond. Absent: the time the ingest received it. Kept as text here so that a bad
+    /// millisecond. Absent or null: the time the ingest received it. Kept as text here so that a bad
     /// value is reported as a field error (422), not as a JSON syntax error.
     #[serde(default)]
-    #[schema(format = DateTime, nullable = false)]
+    #[schema(format = DateTime)]
     pub sent_at: Option<String>,
 }
 

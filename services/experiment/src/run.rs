@@ -81,14 +81,9 @@ pub(crate) fn prepare(common: &Common, root: &Path, bins: &[&str]) -> anyhow::Re
         step(root, "servers", "scripts/stack", &["up"])?;
     }
     if !common.no_build {
-        let mut b = vec!["build", "--locked"];
-        for bin in bins {
-            b.extend(["-p", bin]);
-        }
-        if common.profile == "release" {
-            b.push("--release");
-        }
-        step(root, "build", "cargo", &b)?;
+        // The one build of every entry point (scripts/build): a build here after scripts/run or
+        // scripts/bench finds everything fresh.
+        step(root, "build", "scripts/build", &[common.profile.as_str()])?;
     }
     let dir = common.bin_dir.clone().unwrap_or_else(|| root.join("target").join(&common.profile));
     for b in bins {

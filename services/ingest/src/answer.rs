@@ -23,6 +23,7 @@ pub enum Code {
     BadBody,
     Unauthorized,
     NotFound,
+    MethodNotAllowed,
     RequestTimeout,
     PayloadTooLarge,
     UnsupportedMediaType,
@@ -54,6 +55,7 @@ impl Code {
             Code::MalformedJson | Code::BadBody => StatusCode::BAD_REQUEST,
             Code::Unauthorized => StatusCode::UNAUTHORIZED,
             Code::NotFound => StatusCode::NOT_FOUND,
+            Code::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Code::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             Code::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Code::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -71,6 +73,7 @@ impl Code {
             Code::BadBody => "bad_body",
             Code::Unauthorized => "unauthorized",
             Code::NotFound => "not_found",
+            Code::MethodNotAllowed => "method_not_allowed",
             Code::RequestTimeout => "request_timeout",
             Code::PayloadTooLarge => "payload_too_large",
             Code::UnsupportedMediaType => "unsupported_media_type",
@@ -91,7 +94,8 @@ impl Code {
             Code::MalformedJson => "the body is not JSON (`detail` has the line and column); nothing was written",
             Code::BadBody => "the body could not be read off the connection; nothing was written",
             Code::Unauthorized => "no valid API key (`Authorization: Bearer <token>`); nothing was written",
-            Code::NotFound => "no such route or method",
+            Code::NotFound => "no such route",
+            Code::MethodNotAllowed => "the route takes only POST (`Allow: POST`); nothing was written",
             Code::RequestTimeout => {
                 "the body did not arrive within `--read-timeout-ms`; the connection is closed; nothing was written"
             }
@@ -123,7 +127,7 @@ impl Code {
             }
             Code::RequestTimeout => "send the body faster, on a new connection",
             Code::Unauthorized => "send a valid key",
-            Code::NotFound => "use `POST /v1/messages` or `POST /v1/messages/batch`",
+            Code::NotFound | Code::MethodNotAllowed => "use `POST /v1/messages` or `POST /v1/messages/batch`",
             _ => "fix the request; retrying it as it is gets the same answer",
         }
     }
@@ -136,7 +140,7 @@ impl Code {
     /// The API routes that can give this answer (404 is for every other path).
     pub fn routes(self) -> &'static [Route] {
         match self {
-            Code::NotFound => &[],
+            Code::NotFound | Code::MethodNotAllowed => &[],
             Code::InvalidBatch => &[Route::Batch],
             _ => &[Route::Message, Route::Batch],
         }
@@ -215,8 +219,14 @@ impl ResponseError for ApiError {
         if let Some(s) = self.retry_after {
             resp.insert_header((header::RETRY_AFTER, s.to_string()));
         }
-        if self.code == Code::Unauthorized {
-            resp.insert_header((header::WWW_AUTHENTICATE, "Bearer realm=\"pipeline\""));
+        match self.code {
+            Code::Unauthorized => {
+                resp.insert_header((header::WWW_AUTHENTICATE, "Bearer realm=\"pipeline\""));
+            }
+            Code::MethodNotAllowed => {
+                resp.insert_header((header::ALLOW, "POST"));
+            }
+            _ => {}
         }
         resp.json(ErrorBody { error: self.code, detail: &self.detail, ids: self.ids.as_deref() })
     }

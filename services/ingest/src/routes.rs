@@ -252,7 +252,12 @@ pub(crate) async fn metrics(handle: web::Data<metrics_exporter_prometheus::Prome
     HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(handle.render())
 }
 
-/// Catch-all: unknown paths and methods get the same JSON error shape.
+/// A method other than POST on an API route.
+pub(crate) async fn method_not_allowed(req: HttpRequest) -> HttpResponse {
+    ApiError::new(Code::MethodNotAllowed, format!("{} {} takes only POST", req.method(), req.path())).error_response()
+}
+
+/// Catch-all: unknown paths get the same JSON error shape.
 pub(crate) async fn not_found(req: HttpRequest) -> HttpResponse {
     ApiError::new(Code::NotFound, format!("no route for {} {}", req.method(), req.path())).error_response()
 }

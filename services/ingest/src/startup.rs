@@ -113,8 +113,16 @@ impl Application {
                 .service(
                     web::scope("/v1")
                         .wrap(middleware::from_fn(crate::auth::require_key))
-                        .route("/messages", web::post().to(routes::post_message))
-                        .route("/messages/batch", web::post().to(routes::post_batch)),
+                        .service(
+                            web::resource("/messages")
+                                .route(web::post().to(routes::post_message))
+                                .default_service(web::to(routes::method_not_allowed)),
+                        )
+                        .service(
+                            web::resource("/messages/batch")
+                                .route(web::post().to(routes::post_batch))
+                                .default_service(web::to(routes::method_not_allowed)),
+                        ),
                 );
             let app = if public_admin { app.configure(admin_routes) } else { app };
             app.default_service(web::to(routes::not_found))

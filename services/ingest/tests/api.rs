@@ -272,6 +272,14 @@ async fn every_error_case_has_its_status_and_code() {
         let (st, v, _) = app.post_ct(path, ct, body.clone()).await;
         assert_eq!((st, v["error"].as_str().unwrap_or("")), (status, code), "{path} {body:.80}: {v}");
     }
+    // Another method on an API route: 405 with Allow, the same JSON shape.
+    for path in ["/v1/messages", "/v1/messages/batch"] {
+        let r = app.client.get(format!("{}{path}", app.base)).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED, "GET {path}");
+        assert_eq!(r.headers().get("allow").and_then(|v| v.to_str().ok()), Some("POST"), "GET {path}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"], "method_not_allowed", "GET {path}: {v}");
+    }
     // Malformed JSON says where.
     let (_, v, _) = app.post("/v1/messages", "{\"sender\": \"a\",\n  oops}").await;
     assert_eq!((v["detail"]["line"].as_u64(), v["detail"]["column"].as_u64()), (Some(2), Some(3)), "{v}");

@@ -72,13 +72,26 @@ pub fn k6_bin() -> String {
     if let Ok(p) = std::env::var("K6_BIN") {
         return p;
     }
+    venv_bin("k6")
+}
+
+/// A program of the stack's Python venv (`scripts/requirements.txt`: k6, schemathesis): beside
+/// `K6_BIN` when that is set, else in the first venv under `$PIPELINE_CACHE` that has it.
+pub fn venv_bin(name: &str) -> String {
+    if let Some(p) =
+        std::env::var_os("K6_BIN").map(std::path::PathBuf::from).and_then(|k6| Some(k6.parent()?.join(name)))
+    {
+        if p.exists() {
+            return p.to_string_lossy().into_owned();
+        }
+    }
     let cache = std::env::var("PIPELINE_CACHE")
         .unwrap_or_else(|_| format!("{}/.cache/pipeline", std::env::var("HOME").unwrap_or_default()));
     std::fs::read_dir(&cache)
         .ok()
-        .and_then(|d| d.flatten().map(|e| e.path().join("bin/k6")).find(|p| p.exists()))
+        .and_then(|d| d.flatten().map(|e| e.path().join("bin").join(name)).find(|p| p.exists()))
         .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_else(|| panic!("k6 not found: set K6_BIN or run scripts/stack up (installs it under {cache})"))
+        .unwrap_or_else(|| panic!("{name} not found: run scripts/stack up (installs it in a venv under {cache})"))
 }
 
 /// Sum of every sample of a metric (name, optionally with its opening labels, as a prefix of the

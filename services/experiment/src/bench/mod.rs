@@ -186,16 +186,13 @@ pub(crate) async fn run(args: &BenchArgs) -> anyhow::Result<bool> {
 pub(crate) fn examples(common: &Common, root: &Path, names: &[&str]) -> anyhow::Result<PathBuf> {
     let dir = common.bin_dir.clone().unwrap_or_else(|| root.join("target").join(&common.profile)).join("examples");
     if !common.no_build {
-        let mut args = vec!["build", "--locked", "-p", "ingest", "-p", "pipeline-stores"];
-        for n in names {
-            args.extend(["--example", n]);
-        }
-        if common.profile == "release" {
-            args.push("--release");
-        }
-        info!("build: cargo {}", args.join(" "));
-        let st =
-            std::process::Command::new("cargo").args(&args).current_dir(root).status().context("starting cargo")?;
+        // The one build of every entry point (scripts/build) builds the examples too.
+        info!("build: scripts/build {}", common.profile);
+        let st = std::process::Command::new("scripts/build")
+            .arg(&common.profile)
+            .current_dir(root)
+            .status()
+            .context("starting scripts/build")?;
         anyhow::ensure!(st.success(), "building the examples failed ({st}); output above");
     }
     for n in names {

@@ -56,8 +56,12 @@ catalog! {
         "Requests refused with 503 ring_full, by reason (slots or bytes).";
     histogram INGEST_RING_DRAIN_BATCH_RECORDS = "ingest_ring_drain_batch_records":
         "Request records (one per single POST, one or more per batch POST) the ring consumer took in one drain, before it gathers them into Kafka records.";
+    histogram INGEST_RING_WAIT_SECONDS = "ingest_ring_wait_seconds":
+        "Time a request record waited in the ring before its consumer took it, in seconds.";
+    histogram INGEST_GATHER_SECONDS = "ingest_gather_seconds":
+        "Time from the first request record of a Kafka record leaving the ring to the record being handed to the producer (the gathering window, and any wait for room in the producer), in seconds.";
     histogram INGEST_KAFKA_DELIVERY_SECONDS = "ingest_kafka_delivery_seconds":
-        "Time from leaving the ring to Kafka's delivery report, in seconds.";
+        "Time from a record being handed to the producer to Kafka's delivery report, in seconds.";
     counter INGEST_KAFKA_ERRORS_TOTAL = "ingest_kafka_errors_total":
         "Messages the Kafka producer refused or reported failed.";
     counter INGEST_UNCERTAIN_MESSAGES_TOTAL = "ingest_uncertain_messages_total":

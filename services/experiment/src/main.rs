@@ -30,6 +30,7 @@ mod round;
 mod run;
 mod sampler;
 mod soak;
+mod stages;
 mod stats;
 mod timeline_chart;
 mod warm;

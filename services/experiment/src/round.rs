@@ -237,8 +237,18 @@ async fn steps(
         point: slot.point,
         run_id: run_id.clone(),
     };
-    let (k6_run, fault) =
-        tokio::join!(k6::run(&job, t0, sampler), fault(ctx, dir, t0, sampler, slot.fault, writer.pid, &cmd));
+    // The ingest's histograms when the measured phase starts and when it ends (crate::stages).
+    let measured_from = Duration::from_secs_f64(k6::measured_offset(&ctx.plan));
+    let first_reading = async {
+        tokio::time::sleep(measured_from).await;
+        crate::stages::read(&ctx.http, &base, dir, crate::stages::START).await;
+    };
+    let (k6_run, fault, ()) = tokio::join!(
+        k6::run(&job, t0, sampler),
+        fault(ctx, dir, t0, sampler, slot.fault, writer.pid, &cmd),
+        first_reading
+    );
+    crate::stages::read(&ctx.http, &base, dir, crate::stages::END).await;
     rec.k6 = Some(k6_run?);
     if let Some((f, new_writer)) = fault {
         rec.fault = Some(f);

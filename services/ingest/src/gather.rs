@@ -37,6 +37,8 @@ pub(crate) struct Entry {
     pub payload: Vec<u8>,
     /// `Some` in `--ack kafka` mode: the delivery report is sent here.
     pub ack: Option<Ack>,
+    /// When the request put it in the ring (its wait there is `ingest_ring_wait_seconds`).
+    pub put: Instant,
 }
 
 impl Entry {
@@ -172,7 +174,7 @@ mod tests {
     use crate::ack::{Delivery, RequestAck};
 
     fn entry(payload: &str, ack: Option<&Ack>) -> Entry {
-        Entry { payload: payload.as_bytes().to_vec(), ack: ack.cloned() }
+        Entry { payload: payload.as_bytes().to_vec(), ack: ack.cloned(), put: Instant::now() }
     }
 
     fn payloads(g: &mut Gather) -> Vec<String> {

@@ -30,6 +30,8 @@ pub struct Opaque {
 /// gathering window sends when none is, `crate::gather`).
 pub struct DeliveryCtx {
     in_flight: Arc<AtomicUsize>,
+    /// `ingest_kafka_delivery_seconds`, looked up once (a report comes per record).
+    delivered: metrics::Histogram,
 }
 impl ClientContext for DeliveryCtx {}
 impl ProducerContext for DeliveryCtx {
@@ -37,7 +39,7 @@ impl ProducerContext for DeliveryCtx {
 
     fn delivery(&self, result: &DeliveryResult<'_>, opaque: Box<Opaque>) {
         self.in_flight.fetch_sub(1, Ordering::AcqRel);
-        histogram!(catalog::INGEST_KAFKA_DELIVERY_SECONDS).record(opaque.since.elapsed().as_secs_f64());
+        self.delivered.record(opaque.since.elapsed().as_secs_f64());
         let outcome = match result {
             Ok(_) => Delivery::Acknowledged,
             Err((e, _)) => {
@@ -127,6 +129,8 @@ pub struct Publisher {
     rotation: Rotation,
     /// Records in librdkafka without a delivery report yet (shared with `DeliveryCtx`).
     in_flight: Arc<AtomicUsize>,
+    /// `ingest_gather_seconds`, looked up once.
+    gathered: metrics::Histogram,
 }
 
 impl Publisher {
@@ -152,8 +156,10 @@ impl Publisher {
             )));
         }
         let in_flight = Arc::new(AtomicUsize::new(0));
-        let producer: ThreadedProducer<DeliveryCtx> =
-            config.create_with_context(DeliveryCtx { in_flight: in_flight.clone() })?;
+        let producer: ThreadedProducer<DeliveryCtx> = config.create_with_context(DeliveryCtx {
+            in_flight: in_flight.clone(),
+            delivered: histogram!(catalog::INGEST_KAFKA_DELIVERY_SECONDS),
+        })?;
         Ok(Publisher {
             producer: Arc::new(producer),
             topic: cfg.kafka.topic.clone(),
@@ -164,6 +170,7 @@ impl Publisher {
             closing: Arc::new(Mutex::new(None)),
             rotation: Rotation::new(Duration::from_secs_f64(linger.max(0.0) / 1000.0)),
             in_flight,
+            gathered: histogram!(catalog::INGEST_GATHER_SECONDS),
         })
     }
 
@@ -218,7 +225,9 @@ impl Publish for Publisher {
             // The wait for room counts from when the record left the ring, gathering included,
             // so a record that cannot enter librdkafka still gives up while its requests wait.
             let waiting_since = p.since;
-            let mut opaque = Box::new(Opaque { acks: p.acks, since: p.since });
+            let handed = Instant::now();
+            self.gathered.record(handed.saturating_duration_since(p.since).as_secs_f64());
+            let mut opaque = Box::new(Opaque { acks: p.acks, since: handed });
             let payload = p.payload;
             // Counted before the send: its delivery report may come before `send` returns.
             self.in_flight.fetch_add(1, Ordering::AcqRel);

@@ -181,6 +181,9 @@ fn consume(
 ) {
     let mut gather = Gather::new(opts.record_max_bytes, opts.window, opts.adaptive);
     let mut empty_looks = 0u32;
+    // Handles made once: a `histogram!` per record would look the series up each time.
+    let (ring_wait, drain_batch) =
+        (histogram!(catalog::INGEST_RING_WAIT_SECONDS), histogram!(catalog::INGEST_RING_DRAIN_BATCH_RECORDS));
     loop {
         let now = Instant::now();
         let (idle, finished) = match poller.poll() {
@@ -190,13 +193,14 @@ fn consume(
                 for slot in &mut events {
                     if let Some(entry) = lock(slot).take() {
                         n += 1;
+                        ring_wait.record(now.saturating_duration_since(entry.put).as_secs_f64());
                         gather.push(entry, now);
                     }
                 }
                 // The guard goes here: the slots are free for the HTTP workers again (their bytes
                 // stay counted until they are in librdkafka: see `Gather`).
                 drop(events);
-                histogram!(catalog::INGEST_RING_DRAIN_BATCH_RECORDS).record(n as f64);
+                drain_batch.record(n as f64);
                 let drained = c.drained.fetch_add(n, Ordering::Relaxed) + n;
                 gauge!(catalog::INGEST_RING_OCCUPANCY)
                     .set((c.published.load(Ordering::Relaxed).saturating_sub(drained)) as f64);

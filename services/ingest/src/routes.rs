@@ -116,7 +116,8 @@ async fn publish(cfg: &IngestConfig, ring: &WorkerRing, key: Key<'_>, msgs: &[Me
         }
         AckMode::Ring => (None, None),
     };
-    let entries = records.into_iter().map(|payload| Entry { payload, ack: ack.clone() }).collect();
+    let put = std::time::Instant::now();
+    let entries = records.into_iter().map(|payload| Entry { payload, ack: ack.clone(), put }).collect();
     drop(ack);
     let put = ring.0.borrow_mut().try_put_all(entries);
     put.map_err(|_| ApiError::retry(Code::RingFull, "the ingest ring is full; retry later", cfg.retry_after_secs))?;

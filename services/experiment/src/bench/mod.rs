@@ -10,8 +10,9 @@
 //! 3. The pipeline: the reference's protocol (single POSTs, closed loop, warm-up) and batches,
 //!    each a one-round experiment: fresh processes, id-level reconcile, gates, CPU per message.
 //! 4. Latency, open loop: the pipeline's knee is the single-POST run's accepted rate; the
-//!    null-202 server and the broker's own acknowledgement at 5 % of it, and the pipeline at 5,
-//!    50 and 80 % (one open-loop experiment, a point per rate): what a 202 costs at each load.
+//!    null-202 server and the broker's own acknowledgement, and the pipeline, each at 5, 50 and
+//!    80 % of it (one open-loop experiment, a point per rate), with the pipeline's p99 split by
+//!    the ingest's own histograms into its stages (`crate::stages`): whose tail it is.
 //!
 //! Evidence in OUT: results.md, bench.json (the settings), references/ (k6 summaries, example
 //! output, CPU per reference), single/, batch/ and open/ (the experiments' evidence folders).
@@ -169,7 +170,7 @@ pub(crate) async fn run(args: &BenchArgs) -> anyhow::Result<bool> {
     let mut settings = settings;
     settings.latency_rates = [5.0, 50.0, 80.0].iter().map(|p| (knee * p / 100.0).round().max(1.0) as u32).collect();
     save(&settings)?;
-    refs.latency(args, settings.latency_rates[0]).await?;
+    refs.latency(args, &settings.latency_rates).await?;
     info!("pipeline: open loop at {:?} requests/s (5, 50, 80 % of the knee, {knee:.0}/s)", settings.latency_rates);
     valid &= run(experiment("open", LoadKind::Open, args.vus, Some(settings.latency_rates.clone()))).await?;
     drop(lock);

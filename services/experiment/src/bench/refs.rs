@@ -58,22 +58,28 @@ impl Refs<'_> {
         Ok((procs::start(&http, launch).await?, base))
     }
 
-    /// The latency references at `rate` requests/s, open loop: k6 against the null-202 server
-    /// (`null-open`), and the broker's own produce acknowledgement (`broker-latency`).
-    pub(super) async fn latency(&self, args: &BenchArgs, rate: u32) -> anyhow::Result<()> {
-        let (server, base) = self.start_null(args).await?;
-        info!("reference: null 202, open loop at {rate} requests/s, {}", args.duration);
-        let vars = [
-            ("RATE", rate.to_string()),
-            ("DURATION", args.duration.clone()),
-            ("MAX_VUS", "100".to_string()),
-            ("PRE_VUS", rate.clamp(10, 100).to_string()),
-        ];
-        self.null_k6(server.pid, &base, "null-open", "k6/open-loop.js", &vars).await?;
-        server.stop(Duration::from_secs(5)).await;
-        info!("reference: the broker's acknowledgement alone, one message a record, {rate} records/s");
+    /// The latency references at each of `rates` requests/s, open loop: k6 against the null-202
+    /// server (`null-open-RATE`), and the broker's own produce acknowledgement of one-message
+    /// records with the ingest's producer settings (`broker-latency-RATE`): what the pipeline's
+    /// p99 at that rate is compared with.
+    pub(super) async fn latency(&self, args: &BenchArgs, rates: &[u32]) -> anyhow::Result<()> {
         let secs = crate::duration::seconds(&args.duration).unwrap_or(60.0).to_string();
-        self.example("broker-latency", "broker_batches", &["latency", &rate.to_string(), &secs], None).await
+        for &rate in rates {
+            let (server, base) = self.start_null(args).await?;
+            info!("reference: null 202, open loop at {rate} requests/s, {}", args.duration);
+            let vars = [
+                ("RATE", rate.to_string()),
+                ("DURATION", args.duration.clone()),
+                ("MAX_VUS", "100".to_string()),
+                ("PRE_VUS", rate.clamp(10, 100).to_string()),
+            ];
+            self.null_k6(server.pid, &base, &format!("null-open-{rate}"), "k6/open-loop.js", &vars).await?;
+            server.stop(Duration::from_secs(5)).await;
+            info!("reference: the broker's acknowledgement alone, one message a record, {rate} records/s");
+            let name = format!("broker-latency-{rate}");
+            self.example(&name, "broker_batches", &["latency", &rate.to_string(), &secs], Some("kafka")).await?;
+        }
+        Ok(())
     }
 
     async fn null_k6(

@@ -5,7 +5,7 @@ use pipeline_testkit as kit;
 use std::collections::BTreeMap;
 
 /// (variable, clap default) of every flag of `bin` (and of its subcommands), from `--help`.
-fn program_env(bin: &str) -> BTreeMap<String, Option<String>> {
+pub(crate) fn program_env(bin: &str) -> BTreeMap<String, Option<String>> {
     let help = |args: &[&str]| {
         let out = std::process::Command::new(kit::bin_path(bin))
             .args(args)

@@ -14,6 +14,7 @@ mod dashboard;
 mod env;
 mod health;
 mod images;
+mod k8s;
 mod ports;
 mod promql;
 mod readme;

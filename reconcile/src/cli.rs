@@ -1,10 +1,13 @@
 //! The command line, and the exit codes ([`EXIT_CODES`]): docs/reference/reconcile.md is
 //! generated from both.
 
+use crate::log_replay::{parse_from_offset, parse_time, parse_to_offset, PerPartition, Start};
 use clap::{Parser, Subcommand};
 use pipeline_common::config::KafkaArgs;
+use pipeline_common::message::{parse_max_body_bytes, DEFAULT_MAX_BODY_BYTES};
 use pipeline_stores::{StoreArgs, StoreKind};
 use std::path::PathBuf;
+use time::OffsetDateTime;
 
 pub(crate) const MISMATCH: u8 = 1;
 pub(crate) const BAD_INPUT: u8 = 2;
@@ -17,9 +20,14 @@ pub(crate) const EXIT_CODES: [(u8, &str); 5] = [
     (
         MISMATCH,
         "ids, content or counts differ (or reset left data, repair left something it cannot fix, \
-         replay saw a record refused again)",
+         dlq replay saw a record refused again, replay left a replayed message out of a store or was asked \
+         for records past the topic's retention, a dry run found something to write)",
     ),
-    (BAD_INPUT, "bad input: a flag, a file or a combination that cannot be used; nothing was contacted or changed"),
+    (
+        BAD_INPUT,
+        "bad input: a flag, a file or a combination that cannot be used; nothing was contacted or changed \
+         (replay: also a topic or partition the broker does not have, found by asking it)",
+    ),
     (NOT_DRAINED, "the pipeline did not drain within --drain-timeout (the lagging partitions are named)"),
     (UNREACHABLE, "a store or the broker could not be reached"),
 ];
@@ -114,6 +122,58 @@ pub(crate) enum Cmd {
         #[arg(long, default_value_t = 500)]
         batch: usize,
     },
+    /// Restore the stores from the messages topic itself: re-read a range of it and write every
+    /// message into the chosen stores, MySQL included, under the version rule; then read every
+    /// replayed id back.
+    ///
+    /// What `repair` cannot do: MySQL losing rows. Each record is decoded as the writer decodes
+    /// it (one message, or a batch request's array); items that are not valid messages are
+    /// reported, not written. A store gets only what it lacks, holds older or holds damaged, and
+    /// never over a newer version, so a second replay writes nothing and a replay beside running
+    /// writers is safe. The topic is read with partitions assigned and nothing committed: the
+    /// writers' consumer group is neither joined nor moved. It does not wait for a drain. At the
+    /// end every replayed message must be in every chosen store at its version or newer; exit 1
+    /// when one is not, when a store refuses one, when part of the range is gone, or (with
+    /// --dry-run) when something would be written.
+    ///
+    /// It cannot bring back what the topic no longer holds: records past the topic's retention
+    /// are deleted by the broker, and a start below the oldest offset still held is reported as
+    /// gone. Keep the retention longer than the time it takes to notice a loss.
+    Replay {
+        /// First offset read: `earliest` (the oldest record the topic still holds), one offset for
+        /// every partition, or PARTITION:OFFSET,... (e.g. `0:1200,1:0`) to replay only the named
+        /// partitions.
+        #[arg(long, value_name = "OFFSETS", value_parser = parse_from_offset, conflicts_with = "from_time",
+              required_unless_present = "from_time")]
+        from_offset: Option<PerPartition<Start>>,
+        /// Start each partition at its first record at or after this time (RFC 3339, e.g.
+        /// 2026-12-01T09:30:00Z), found with the broker's time index (checked against the record
+        /// it names).
+        #[arg(long, value_name = "TIME", value_parser = parse_time)]
+        from_time: Option<OffsetDateTime>,
+        /// First offset not read: one for every partition or PARTITION:OFFSET,... (default: the
+        /// high watermark at the start, so the replay ends).
+        #[arg(long, value_name = "OFFSETS", value_parser = parse_to_offset, conflicts_with = "to_time")]
+        to_offset: Option<PerPartition<i64>>,
+        /// Stop each partition before its first record at or after this time (RFC 3339).
+        #[arg(long, value_name = "TIME", value_parser = parse_time)]
+        to_time: Option<OffsetDateTime>,
+        /// The stores to write (default: all four, MySQL included).
+        #[arg(long, value_delimiter = ',')]
+        stores: Vec<StoreKind>,
+        /// Only say what would be written, per store and partition; write nothing (exit 1 when
+        /// something would be written).
+        #[arg(long)]
+        dry_run: bool,
+        /// Messages compared and written per store request.
+        #[arg(long, default_value_t = 500)]
+        batch: usize,
+        /// Largest message body the writers accept, in bytes (their MAX_BODY_BYTES): a message
+        /// over it is reported as undecodable, as the writer dead-letters it, not written.
+        #[arg(long, env = "MAX_BODY_BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES,
+              value_parser = parse_max_body_bytes)]
+        max_body_bytes: usize,
+    },
     /// The dead-letter topic: list what it holds, or replay it into the stores that refused it.
     Dlq {
         #[command(subcommand)]
@@ -176,6 +236,20 @@ pub(crate) enum DlqCmd {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    /// Every flag of every subcommand says what it does (the reference page is made of these).
+    #[test]
+    fn every_flag_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, bare: &mut Vec<String>) {
+            bare.extend(pipeline_testkit::flags_without_help(cmd).into_iter().map(|f| format!("{path} --{f}")));
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), bare);
+            }
+        }
+        let mut bare = Vec::new();
+        walk(&Cli::command(), "reconcile", &mut bare);
+        assert!(bare.is_empty(), "flags without help: {bare:?}");
+    }
 
     /// docs/reference/reconcile.md, and reconcile's section of configuration.md, are this
     /// definition and [`EXIT_CODES`] (`UPDATE_DOCS=1 cargo test -p reconcile reference_pages`

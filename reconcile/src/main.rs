@@ -18,6 +18,7 @@ mod expect;
 mod findings;
 mod idlog;
 mod ids_cmd;
+mod log_replay;
 mod patient;
 mod repair;
 mod replay;
@@ -109,7 +110,7 @@ fn plan(cmd: &Cmd) -> anyhow::Result<Plan> {
             delete_extra: *delete_extra,
             batch: *batch,
         }),
-        Cmd::Ids { .. } | Cmd::Dlq { .. } | Cmd::Wipe { .. } | Cmd::Show { .. } => {
+        Cmd::Ids { .. } | Cmd::Dlq { .. } | Cmd::Wipe { .. } | Cmd::Show { .. } | Cmd::Replay { .. } => {
             anyhow::bail!("internal: this command has no plan")
         }
     })
@@ -127,6 +128,12 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
     }
     if let Cmd::Dlq { cmd } = &cli.cmd {
         return dlq_command(&cli, cmd).await;
+    }
+    if let Cmd::Replay { .. } = &cli.cmd {
+        return match replay_options(&cli) {
+            Ok(opts) => log_replay::run(&cli.kafka, &cli.stores, &opts, cli.json).await,
+            Err(e) => Ok(bad_input(&e, cli.json)),
+        };
     }
     if let Cmd::Wipe { store, yes } = &cli.cmd {
         if !*yes {
@@ -224,6 +231,38 @@ async fn dlq_command(cli: &Cli, cmd: &cli::DlqCmd) -> anyhow::Result<u8> {
             replay::run(&cli.kafka, &cli.dlq_topic, &stores, *dry_run, cli.json).await
         }
     }
+}
+
+/// `replay`'s flags, checked against each other before anything is contacted.
+fn replay_options(cli: &Cli) -> anyhow::Result<log_replay::Options> {
+    let Cmd::Replay { from_offset, from_time, to_offset, to_time, stores, dry_run, batch, max_body_bytes } = &cli.cmd
+    else {
+        anyhow::bail!("internal: not a replay");
+    };
+    if cli.only_prefix.is_some() {
+        anyhow::bail!("--only-prefix is for count and diff: replay writes every message of the range it reads");
+    }
+    let from = match (from_offset, from_time) {
+        (Some(o), None) => log_replay::Begin::Offsets(o.clone()),
+        (None, Some(t)) => log_replay::Begin::Time(*t),
+        _ => anyhow::bail!("replay needs one start: --from-offset or --from-time"),
+    };
+    let to = match (to_offset, to_time) {
+        (Some(o), None) => Some(log_replay::Until::Offsets(o.clone())),
+        (None, Some(t)) => Some(log_replay::Until::Time(*t)),
+        (None, None) => None,
+        _ => anyhow::bail!("replay takes one end: --to-offset or --to-time"),
+    };
+    let mut stores = if stores.is_empty() { StoreKind::ALL.to_vec() } else { stores.clone() };
+    stores.sort_unstable();
+    stores.dedup();
+    Ok(log_replay::Options {
+        spec: log_replay::Spec::new(from, to).map_err(anyhow::Error::msg)?,
+        stores,
+        dry_run: *dry_run,
+        batch: (*batch).max(1),
+        limits: pipeline_common::message::Limits { max_body_bytes: *max_body_bytes },
+    })
 }
 
 /// Asks on a terminal whether every store may be emptied; never where nobody can answer.

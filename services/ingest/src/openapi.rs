@@ -144,8 +144,8 @@ pub fn document() -> OpenApi {
                 .version(env!("CARGO_PKG_VERSION"))
                 .description(Some(
                     "HTTP ingest of the write pipeline: a 202 means Kafka has the messages and every one will be in \
-                     MySQL, Redis, Elasticsearch and MongoDB exactly once, with the same content in each. Every \
-                     refusal is JSON {error, detail}; nothing refused is ever written.",
+                     every store of the pipeline exactly once, with the same content in each. Every refusal is JSON \
+                     {error, detail}; nothing refused is ever written.",
                 ))
                 .build(),
         )

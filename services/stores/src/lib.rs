@@ -1,17 +1,26 @@
-//! The four stores behind one trait.
+//! The four stores behind one trait: this file is the contract, and only the contract.
 //!
 //! A [`Store`] is everything the pipeline does with one store: prepare its schema, write a batch
 //! idempotently under the version rule ([`Overwrite`]), and the audit side (count, fingerprint
-//! every message, fetch and delete by id, reset) that reconcile and its repair use. The writer and reconcile only
-//! ever see `Arc<dyn Store>`. Each store is one folder (its connection flags in `args.rs`, its
-//! [`Backend`] and `Store` implementations and error classification in `store.rs`, its test
-//! fixture in `fixture.rs`); [`registry`] is the only place that names them all. The ingest does not depend on this crate, so it links no database driver.
+//! every message, fetch and delete by id, reset) that reconcile and its repair use. The writer and
+//! reconcile only ever see `Arc<dyn Store>`; a failure is a [`StoreError`], transient or not.
+//!
+//! Each store is one folder: `mod.rs` (its kind, its error mapping and what its files share),
+//! `args.rs` (its connection flags), `store.rs` (its [`Backend`] and [`Sink`], and how a failed
+//! write is classified), `limit.rs` ([`Sink::holds`]), `audit.rs` ([`Audit`]) and `fixture.rs`
+//! (its test namespace); no two of a folder's files import each other in a circle
+//! (`tests/imports.rs`). [`registry`] is the only place that names them all; `flags.rs` is what
+//! every store's flags share (a URL read from a file, plaintext links, redirects, a child's
+//! environment) and `limits.rs` the verdicts of [`Sink::holds`]. The ingest does not depend on
+//! this crate, so it links no database driver.
 #![forbid(unsafe_code)]
 // Visibility says who uses an item: `pub` only for what another crate reads.
 #![warn(unreachable_pub)]
 
 pub mod es;
+mod flags;
 pub mod isolate;
+mod limits;
 pub mod mongo;
 pub mod mysql;
 pub mod redis;
@@ -24,26 +33,62 @@ pub use registry::{connect, StoreArgs, StoreKind};
 use async_trait::async_trait;
 use pipeline_common::digest::Digest;
 use pipeline_common::message::Message;
+use std::error::Error;
 use std::fmt;
 use std::time::Duration;
 
 /// A failed store operation. `transient` errors (connection refused, timeout, 429, 5xx) are
 /// worth retrying as they are; the others need a person or the dead-letter topic.
-#[derive(Debug, thiserror::Error)]
-#[error("{store}: {message}")]
+///
+/// One built from an error ([`StoreError::transient_from`], [`StoreError::permanent_from`]: a
+/// driver's, mostly) keeps it ([`StoreError::origin`]) and takes its text as the `message`, so it
+/// displays as `mysql: <the driver's text>`. Its [`Error::source`] is therefore not that error,
+/// whose text is already said, but the first of *its* causes that says something the message does
+/// not: a chain printed whole (`{:#}` through anyhow) does not repeat the message.
+#[derive(Debug)]
 pub struct StoreError {
     pub store: StoreKind,
     pub transient: bool,
+    /// What failed, in words: for an error built from another one, that one's text (after what
+    /// was being done, when the store says it).
     pub message: String,
+    origin: Option<Box<dyn Error + Send + Sync>>,
 }
 
 impl StoreError {
-    pub fn transient(store: StoreKind, e: impl fmt::Display) -> Self {
-        Self { store, transient: true, message: e.to_string() }
+    /// A failure, said in words, worth retrying as it is.
+    pub fn transient(store: StoreKind, message: impl Into<String>) -> Self {
+        Self { store, transient: true, message: message.into(), origin: None }
     }
-    pub fn permanent(store: StoreKind, e: impl fmt::Display) -> Self {
-        Self { store, transient: false, message: e.to_string() }
+
+    /// A failure, said in words, that the same request meets every time.
+    pub fn permanent(store: StoreKind, message: impl Into<String>) -> Self {
+        Self { store, transient: false, message: message.into(), origin: None }
     }
+
+    /// `e` (a driver's error) as a failure worth retrying as it is: kept, and its text the message.
+    pub fn transient_from(store: StoreKind, e: impl Error + Send + Sync + 'static) -> Self {
+        Self { store, transient: true, message: e.to_string(), origin: Some(Box::new(e)) }
+    }
+
+    /// `e` (a driver's error) as a failure the same request meets every time: kept, and its text
+    /// the message.
+    pub fn permanent_from(store: StoreKind, e: impl Error + Send + Sync + 'static) -> Self {
+        Self { store, transient: false, message: e.to_string(), origin: Some(Box::new(e)) }
+    }
+
+    /// What was being done when it failed (a file's name, a request's), before the message:
+    /// `<what>: <message>`.
+    pub(crate) fn context(mut self, what: impl fmt::Display) -> Self {
+        self.message = format!("{what}: {}", self.message);
+        self
+    }
+
+    /// The error this one was built from, as the driver gave it (to downcast), if any.
+    pub fn origin(&self) -> Option<&(dyn Error + Send + Sync + 'static)> {
+        self.origin.as_deref()
+    }
+
     /// A short label for the `errors by kind` metrics.
     pub fn kind_label(&self) -> &'static str {
         if self.transient {
@@ -51,6 +96,29 @@ impl StoreError {
         } else {
             "permanent"
         }
+    }
+}
+
+/// `mysql: <message>`, as before the origin was kept: one line, no cause said twice.
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.store, self.message)
+    }
+}
+
+impl Error for StoreError {
+    /// The first cause below the origin whose text the message does not already hold (the
+    /// origin's own text is the message; drivers often repeat a cause's text in their own, as
+    /// sqlx's `error communicating with database: <io error>` does).
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        let mut next = self.origin.as_deref()?.source();
+        while let Some(e) = next {
+            if !self.message.contains(&e.to_string()) {
+                return Some(e);
+            }
+            next = e.source();
+        }
+        None
     }
 }
 
@@ -110,39 +178,9 @@ pub trait Sink: Send + Sync {
     async fn healthcheck(&self) -> Result<(), StoreError>;
 }
 
-/// The verdict of [`Sink::holds`], from each largest message's size in the store's encoding
-/// (`needs`) and the server's `setting`: a refusal names the setting and the most any of them
-/// needs, so that one change is enough.
-pub(crate) fn fits(
-    kind: StoreKind,
-    setting: &str,
-    allows: u64,
-    needs: impl IntoIterator<Item = Result<u64, StoreError>>,
-) -> Result<(), StoreError> {
-    let mut most = 0;
-    for n in needs {
-        most = most.max(n?);
-    }
-    if most <= allows {
-        return Ok(());
-    }
-    Err(StoreError::permanent(
-        kind,
-        format!(
-            "{setting} is {allows} bytes on this server, and the largest message MAX_BODY_BYTES allows needs {most}: \
-             raise {setting} or lower MAX_BODY_BYTES"
-        ),
-    ))
-}
-
-/// The other verdict of [`Sink::holds`]: the server would not say what `setting` is (a user
-/// without the right to read it, a compatible server without it, a value this cannot read).
-/// Logged and passed, never a refusal: where it is allowed, the check stays undone rather than
-/// stopping a writer the server may well serve.
-pub(crate) fn unchecked(kind: StoreKind, setting: &str, why: impl fmt::Display) -> Result<(), StoreError> {
-    tracing::warn!(store = kind.name(), setting, reason = %why, "cannot read the server's limit; the largest message is not checked");
-    Ok(())
-}
+/// How long connecting and each short admin call may take before the store counts as down: each
+/// store's connect waits this long, and the writer gives [`Sink::healthcheck`] this long.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The audit side of a store, for reconcile, repair and the tests: what the store holds. Each
 /// store implements it in its `audit.rs`, apart from its sink.
@@ -172,39 +210,6 @@ pub trait Store: Sink + Audit {}
 
 impl<T: Sink + Audit> Store for T {}
 
-/// A store URL's value: the file's content when a `--<store>-url-file` names one. A file that
-/// cannot be read is a permanent error (nothing will change by asking again).
-pub(crate) fn resolve_url(kind: StoreKind, url: &str, file: Option<&std::path::Path>) -> Result<String, StoreError> {
-    pipeline_common::secret::read_or(url, file).map_err(|e| StoreError::permanent(kind, e))
-}
-
-/// The environment that gives a child process the same flags as `flags`, derived from clap's
-/// own description of them, so a new flag cannot be forgotten: each flag's `env` name with its
-/// value. A flag's id is `STORE-FIELD` (`mysql-url` is `MysqlArgs::url`, kebab-cased by serde);
-/// an unset optional flag is left out, and so is a flag whose `-file` twin is set, so a secret
-/// read from a file travels as the file's name, never in an environment variable.
-pub(crate) fn flags_env<T: clap::Args + serde::Serialize>(store: &str, flags: &T) -> Vec<(String, String)> {
-    let values = match serde_json::to_value(flags) {
-        Ok(serde_json::Value::Object(map)) => map,
-        _ => return Vec::new(),
-    };
-    let value = |id: &str| -> Option<String> {
-        match values.get(id.strip_prefix(store)?.strip_prefix('-')?)? {
-            serde_json::Value::Null => None,
-            serde_json::Value::String(s) => Some(s.clone()),
-            other => Some(other.to_string()),
-        }
-    };
-    let cmd = T::augment_args(clap::Command::new(store.to_string()));
-    cmd.get_arguments()
-        .filter(|arg| value(&format!("{}-file", arg.get_id())).is_none())
-        .filter_map(|arg| Some((arg.get_env()?.to_string_lossy().into_owned(), value(arg.get_id().as_str())?)))
-        .collect()
-}
-
-/// How long connecting and each short admin call may take before the store counts as down.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-
 /// A store's flags (its `args.rs`).
 ///
 /// Its fields serialize (serde, kebab-case) to the flag ids without the store's prefix, which is
@@ -218,49 +223,6 @@ pub trait StoreFlags: clap::Args + clap::FromArgMatches + serde::Serialize + Clo
     fn url_mut(&mut self) -> (&mut String, &mut Option<std::path::PathBuf>);
 }
 
-/// Points a store's connection URL at `to` (`host:port`) instead of its server; returns the
-/// server's `host:port`. A URL read from a file is written, rewritten, to a new file in
-/// `secret_dir` (mode 0600), so that no password travels in an environment variable.
-pub(crate) fn redirect_url(
-    kind: StoreKind,
-    (url, file): (&mut String, &mut Option<std::path::PathBuf>),
-    to: &str,
-    secret_dir: &std::path::Path,
-) -> Result<String, StoreError> {
-    let bad = |e: &dyn std::fmt::Display| StoreError::permanent(kind, e);
-    let mut u = url::Url::parse(&resolve_url(kind, url, file.as_deref())?).map_err(|e| bad(&e))?;
-    let (host, port) = match (u.host_str(), u.port_or_known_default()) {
-        (Some(h), Some(p)) => (h.to_string(), p),
-        _ => return Err(bad(&"the URL names no host and port to redirect (give the port explicitly)")),
-    };
-    let (to_host, to_port) = to.rsplit_once(':').ok_or_else(|| bad(&format!("{to} is not host:port")))?;
-    u.set_host(Some(to_host)).map_err(|e| bad(&e))?;
-    u.set_port(Some(to_port.parse().map_err(|e| bad(&e))?)).map_err(|()| bad(&"this URL cannot have a port"))?;
-    if file.is_some() {
-        use std::os::unix::fs::OpenOptionsExt;
-        let path = secret_dir.join(format!("{kind}.url"));
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| bad(&e))?;
-        std::io::Write::write_all(&mut f, u.as_str().as_bytes()).map_err(|e| bad(&e))?;
-        *file = Some(path);
-    } else {
-        *url = u.to_string();
-    }
-    Ok(format!("{host}:{port}"))
-}
-
-/// The host of `url` when it is not this machine and `encrypted` says the URL asks for no TLS.
-pub(crate) fn remote_plaintext(url: &str, encrypted: impl Fn(&url::Url) -> bool) -> Option<String> {
-    let u = url::Url::parse(url).ok()?;
-    let host = u.host_str()?.to_string();
-    (!encrypted(&u) && !pipeline_common::secret::is_loopback(&host)).then_some(host)
-}
-
 /// What the registry needs of a store besides [`Store`]: its flags and how to connect with them.
 #[async_trait]
 pub trait Backend: Store + Sized + 'static {
@@ -268,7 +230,7 @@ pub trait Backend: Store + Sized + 'static {
     type Args: StoreFlags;
 
     /// Connects (a pool, a multiplexed connection or a client, whatever the driver offers).
-    /// Does not create schema: that is [`Store::prepare`].
+    /// Does not create schema: that is [`Sink::prepare`].
     async fn connect(args: &Self::Args) -> Result<Self, StoreError>;
 }
 

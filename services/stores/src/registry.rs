@@ -61,19 +61,19 @@ macro_rules! registry {
 
             /// Points store `kind`'s link at `to` (`host:port`, a proxy of an experiment
             /// condition) instead of its server; returns the server's `host:port`. See
-            /// [`crate::redirect_url`].
+            /// `flags::redirect_url`.
             pub fn redirect(&mut self, kind: StoreKind, to: &str, secret_dir: &std::path::Path) -> Result<String, StoreError> {
                 match kind {
-                    $(StoreKind::$kind => crate::redirect_url(kind, self.$folder.url_mut(), to, secret_dir),)*
+                    $(StoreKind::$kind => crate::flags::redirect_url(kind, self.$folder.url_mut(), to, secret_dir),)*
                 }
             }
 
             /// The environment that gives a child process these same store flags (each flag's
             /// `env` name and value), so tests and the experiment runner can start services
-            /// against the same stores. See [`crate::flags_env`].
+            /// against the same stores. See `flags::flags_env`.
             pub fn env(&self) -> Vec<(String, String)> {
                 let mut env = Vec::new();
-                $(env.extend(crate::flags_env($name, &self.$folder));)*
+                $(env.extend(crate::flags::flags_env($name, &self.$folder));)*
                 env
             }
         }

@@ -61,7 +61,7 @@ impl EsArgs {
 impl EsArgs {
     /// The URL to connect with: the file's when --es-url-file names one.
     pub fn connection_url(&self) -> Result<String, crate::StoreError> {
-        crate::resolve_url(crate::StoreKind::Es, &self.url, self.url_file.as_deref())
+        crate::flags::resolve_url(crate::StoreKind::Es, &self.url, self.url_file.as_deref())
     }
 }
 
@@ -71,6 +71,6 @@ impl StoreFlags for EsArgs {
     }
 
     fn plaintext_host(&self) -> Option<String> {
-        crate::remote_plaintext(&self.connection_url().ok()?, |u| u.scheme() == "https")
+        crate::flags::remote_plaintext(&self.connection_url().ok()?, |u| u.scheme() == "https")
     }
 }

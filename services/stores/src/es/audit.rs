@@ -1,7 +1,9 @@
 //! Elasticsearch's audit side: every document's fingerprint (its `_source` and `_version`),
 //! documents fetched (`_mget`) and deleted (`_bulk`) by id.
 
-use super::store::{err, json_of, Doc, EsStore};
+use super::codec::message_of;
+use super::store::EsStore;
+use super::{err, json_of, KIND};
 use crate::{Audit, Sink};
 use crate::{Audited, StoreError};
 use async_trait::async_trait;
@@ -15,19 +17,6 @@ use serde_json::{json, Value};
 const PAGE: usize = 5000;
 /// Ids per `_mget` or `_bulk` delete.
 const IDS_PER_REQUEST: usize = 1000;
-
-/// A hit's message, when its `_source` is one of ours and its `_version` a number.
-fn message_of(hit: &Value) -> Option<Message> {
-    let doc: Doc<'_> = serde::Deserialize::deserialize(&hit["_source"]).ok()?;
-    Some(Message {
-        id: doc.id.into_owned(),
-        sender: doc.sender.into_owned(),
-        recipient: doc.recipient.into_owned(),
-        body: doc.body.into_owned(),
-        sent_at: doc.sent_at,
-        version: hit["_version"].as_u64()?,
-    })
-}
 
 pub(super) async fn audit(es: &EsStore, prefix: &str) -> Result<Vec<Audited>, StoreError> {
     es.refresh().await?;
@@ -85,7 +74,7 @@ pub(super) async fn delete(es: &EsStore, ids: &[String]) -> Result<(), StoreErro
             !matches!(i["delete"]["status"].as_u64(), Some(200..=299 | 404))
         });
         if let Some(item) = failed {
-            return Err(err(format!("bulk delete: {item}")));
+            return Err(StoreError::transient(KIND, format!("bulk delete: {item}")));
         }
     }
     Ok(())
@@ -97,7 +86,7 @@ impl Audit for EsStore {
         self.refresh().await?;
         let resp = self.client.count(CountParts::Index(&[&self.index])).send().await.map_err(err)?;
         let body = json_of(resp, "count").await?;
-        body["count"].as_u64().ok_or_else(|| err(format!("count: no count in {body}")))
+        body["count"].as_u64().ok_or_else(|| StoreError::transient(KIND, format!("count: no count in {body}")))
     }
 
     async fn audit(&self, prefix: &str) -> Result<Vec<Audited>, StoreError> {

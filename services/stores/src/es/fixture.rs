@@ -1,6 +1,7 @@
 //! A test's own index (created by `prepare`).
 
-use super::{EsArgs, EsStore};
+use super::args::EsArgs;
+use super::store::EsStore;
 use crate::{Fixture, StoreError};
 use async_trait::async_trait;
 

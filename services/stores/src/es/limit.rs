@@ -2,8 +2,10 @@
 //! node setting the writer can read but not change. A bulk request larger than it is refused with
 //! 413 before any document is looked at.
 
-use super::store::{err, json_of, op, KIND};
-use crate::{fits, unchecked, StoreError};
+use super::codec::op;
+use super::{err, json_of, KIND};
+use crate::limits::{fits, unchecked};
+use crate::StoreError;
 use elasticsearch::http::request::Body;
 use elasticsearch::params::VersionType;
 use elasticsearch::Elasticsearch;
@@ -41,7 +43,7 @@ pub(super) async fn holds(client: &Elasticsearch, largest: &[Message]) -> Result
     let allows = allows.min(i32::MAX as u64);
     let needs = largest.iter().map(|m| {
         let mut body = bytes::BytesMut::new();
-        op(m, VersionType::ExternalGte).write(&mut body).map_err(|e| StoreError::permanent(KIND, e))?;
+        op(m, VersionType::ExternalGte).write(&mut body).map_err(|e| StoreError::permanent_from(KIND, e))?;
         Ok(body.len() as u64)
     });
     fits(KIND, SETTING, allows, needs)

@@ -11,13 +11,15 @@
 //! makes the whole call a transient error that the writer retries with backoff (re-indexing the
 //! items that did succeed is harmless). The audit side is in [`super::audit`].
 
-use super::EsArgs;
+use super::args::EsArgs;
+use super::codec::{op, Doc};
+use super::limit;
+use super::{err, json_of, KIND};
 use crate::Sink;
 use crate::{Backend, Overwrite, Rejected, StoreError, StoreKind};
 use async_trait::async_trait;
 use elasticsearch::auth::Credentials;
 use elasticsearch::cert::{Certificate, CertificateValidation};
-use elasticsearch::http::response::Response;
 use elasticsearch::http::transport::{SingleNodeConnectionPool, TransportBuilder};
 use elasticsearch::indices::{IndicesCreateParts, IndicesPutIndexTemplateParts, IndicesRefreshParts};
 use elasticsearch::params::VersionType;
@@ -25,43 +27,10 @@ use elasticsearch::{BulkOperation, BulkParts, Elasticsearch};
 use pipeline_common::message::Message;
 use serde_json::{json, Value};
 
-pub(super) const KIND: StoreKind = StoreKind::Es;
-
-pub(super) fn err(e: impl std::fmt::Display) -> StoreError {
-    StoreError::transient(KIND, e)
-}
-
 pub struct EsStore {
     pub(super) client: Elasticsearch,
     pub(super) index: String,
     refresh_interval: String,
-}
-
-/// A message as its document: every field but the version, which is the document's `_version`.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub(super) struct Doc<'a> {
-    #[serde(borrow)]
-    pub id: std::borrow::Cow<'a, str>,
-    #[serde(borrow)]
-    pub sender: std::borrow::Cow<'a, str>,
-    #[serde(borrow)]
-    pub recipient: std::borrow::Cow<'a, str>,
-    #[serde(borrow)]
-    pub body: std::borrow::Cow<'a, str>,
-    #[serde(with = "time::serde::rfc3339")]
-    pub sent_at: time::OffsetDateTime,
-}
-
-impl<'a> From<&'a Message> for Doc<'a> {
-    fn from(m: &'a Message) -> Doc<'a> {
-        Doc {
-            id: m.id.as_str().into(),
-            sender: m.sender.as_str().into(),
-            recipient: m.recipient.as_str().into(),
-            body: m.body.as_str().into(),
-            sent_at: m.sent_at,
-        }
-    }
 }
 
 /// The index settings and mapping. One shard and no replicas: a single node here, and a
@@ -92,19 +61,9 @@ fn template(index: &str, refresh_interval: &str) -> Value {
     json!({ "index_patterns": [index], "priority": 500, "template": def })
 }
 
-/// Reads a response body as JSON, turning an HTTP error status into a [`StoreError`]. Only 400
-/// (the request's content is invalid) and 413 (too large: a smaller batch fits) are permanent,
-/// and the writer answers them by splitting the batch. 401/403/404 mean a misconfigured client
-/// or a missing index, not bad data: retried (and visible) rather than dead-lettering every
-/// record; 429 and 5xx are the server being busy or down.
-pub(super) async fn json_of(resp: Response, what: &str) -> Result<Value, StoreError> {
-    let status = resp.status_code().as_u16();
-    let text = resp.text().await.map_err(err)?;
-    match status {
-        200..=299 => serde_json::from_str(&text).map_err(|e| err(format!("{what}: unreadable answer: {e}"))),
-        400 | 413 => Err(StoreError::permanent(KIND, format!("{what}: HTTP {status}: {text}"))),
-        _ => Err(StoreError::transient(KIND, format!("{what}: HTTP {status}: {text}"))),
-    }
+/// A connection setting this cannot use: the same on every attempt.
+fn bad(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+    StoreError::permanent_from(KIND, e)
 }
 
 #[async_trait]
@@ -113,8 +72,7 @@ impl Backend for EsStore {
 
     /// No request is made here: the client connects on first use (and `prepare` is the first).
     async fn connect(args: &EsArgs) -> Result<Self, StoreError> {
-        let bad = |e: &dyn std::fmt::Display| StoreError::permanent(KIND, e.to_string());
-        let mut url = url::Url::parse(&args.connection_url()?).map_err(|e| bad(&e))?;
+        let mut url = url::Url::parse(&args.connection_url()?).map_err(bad)?;
         let mut transport =
             TransportBuilder::new(SingleNodeConnectionPool::new(url.clone())).timeout(args.timeout()).disable_proxy();
         // Basic auth from the URL's `user:password@`, sent as a header (the URL itself without).
@@ -127,7 +85,7 @@ impl Backend for EsStore {
                 .disable_proxy()
                 .auth(Credentials::Basic(user, password));
         }
-        let secret = |f: &std::path::Path| pipeline_common::secret::read_or("", Some(f)).map_err(|e| bad(&e));
+        let secret = |f: &std::path::Path| pipeline_common::secret::read_or("", Some(f)).map_err(bad);
         if let Some(f) = &args.api_key_file {
             let key = secret(f)?;
             transport = transport.auth(match key.split_once(':') {
@@ -139,11 +97,11 @@ impl Backend for EsStore {
             transport = transport.auth(Credentials::Bearer(secret(f)?));
         }
         if let Some(ca) = &args.ca_file {
-            let pem = std::fs::read(ca).map_err(|e| bad(&format!("{}: {e}", ca.display())))?;
-            let cert = Certificate::from_pem(&pem).map_err(|e| bad(&e))?;
+            let pem = std::fs::read(ca).map_err(|e| bad(e).context(ca.display()))?;
+            let cert = Certificate::from_pem(&pem).map_err(bad)?;
             transport = transport.cert_validation(CertificateValidation::Full(cert));
         }
-        let transport = transport.build().map_err(|e| bad(&e))?;
+        let transport = transport.build().map_err(bad)?;
         Ok(Self {
             client: Elasticsearch::new(transport),
             index: args.index.clone(),
@@ -248,19 +206,14 @@ impl Sink for EsStore {
     }
 
     async fn holds(&self, largest: &[Message]) -> Result<(), StoreError> {
-        super::limit::holds(&self.client, largest).await
+        limit::holds(&self.client, largest).await
     }
 
     async fn healthcheck(&self) -> Result<(), StoreError> {
         let resp = self.client.ping().send().await.map_err(err)?;
         match resp.status_code().as_u16() {
             200..=299 => Ok(()),
-            status => Err(err(format!("HEAD /: HTTP {status}"))),
+            status => Err(StoreError::transient(KIND, format!("HEAD /: HTTP {status}"))),
         }
     }
-}
-
-/// A message's bulk operation: indexed under its id, at its version as an external version.
-pub(super) fn op(m: &Message, version_type: VersionType) -> BulkOperation<Doc<'_>> {
-    BulkOperation::index(Doc::from(m)).id(&m.id).version(m.version as i64).version_type(version_type).into()
 }

@@ -30,7 +30,7 @@ pub struct MongoArgs {
 impl MongoArgs {
     /// The URL to connect with: the file's when --mongo-url-file names one.
     pub fn connection_url(&self) -> Result<String, crate::StoreError> {
-        crate::resolve_url(crate::StoreKind::Mongo, &self.url, self.url_file.as_deref())
+        crate::flags::resolve_url(crate::StoreKind::Mongo, &self.url, self.url_file.as_deref())
     }
 }
 
@@ -41,7 +41,7 @@ impl StoreFlags for MongoArgs {
 
     /// TLS is on with `tls=true` (or `ssl=true`) in the URL, and always with `mongodb+srv://`.
     fn plaintext_host(&self) -> Option<String> {
-        crate::remote_plaintext(&self.connection_url().ok()?, |u| {
+        crate::flags::remote_plaintext(&self.connection_url().ok()?, |u| {
             u.scheme() == "mongodb+srv" || u.query_pairs().any(|(k, v)| (k == "tls" || k == "ssl") && v == "true")
         })
     }

@@ -1,11 +1,13 @@
 //! MongoDB's audit side: every document's fingerprint, documents fetched and deleted by id.
 
-use super::store::{err, MongoStore};
+use super::codec::{id_of, message_of};
+use super::err;
+use super::store::MongoStore;
 use crate::Audit;
 use crate::{Audited, StoreError};
 use async_trait::async_trait;
 use futures::TryStreamExt;
-use mongodb::bson::{doc, Bson, Document};
+use mongodb::bson::{doc, Document};
 use mongodb::Collection;
 use pipeline_common::digest::Digest;
 use pipeline_common::message::Message;
@@ -13,36 +15,6 @@ use pipeline_common::message::Message;
 /// Documents per cursor batch, and ids per `$in` list.
 const BATCH: u32 = 10_000;
 const IDS_PER_QUERY: usize = 1000;
-
-/// The id of a document, whatever its BSON type (ours are strings).
-fn id_of(d: &Document) -> Option<String> {
-    match d.get("_id")? {
-        Bson::String(s) => Some(s.clone()),
-        other => Some(other.to_string()),
-    }
-}
-
-/// A document as a message, when it is one of ours (a document written before versions reads
-/// version 0).
-fn message_of(d: &Document) -> Option<Message> {
-    let text = |k: &str| d.get_str(k).ok().map(str::to_string);
-    let version = match d.get("version") {
-        None => 0,
-        Some(Bson::Int64(v)) => u64::try_from(*v).ok()?,
-        Some(Bson::Int32(v)) => u64::try_from(*v).ok()?,
-        Some(_) => return None,
-    };
-    let millis = d.get_datetime("sent_at").ok()?.timestamp_millis();
-    let sent_at = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(millis) * 1_000_000).ok()?;
-    Some(Message {
-        id: id_of(d)?,
-        sender: text("sender")?,
-        recipient: text("recipient")?,
-        body: text("body")?,
-        sent_at,
-        version,
-    })
-}
 
 pub(super) async fn audit(coll: &Collection<Document>, prefix: &str) -> Result<Vec<Audited>, StoreError> {
     let filter = if prefix.is_empty() {

@@ -1,6 +1,7 @@
 //! A test's own database (created on first write).
 
-use super::{MongoArgs, MongoStore};
+use super::args::MongoArgs;
+use super::store::MongoStore;
 use crate::{Fixture, StoreError};
 use async_trait::async_trait;
 

@@ -2,8 +2,10 @@
 //! every MongoDB so far, but the server says so itself, and a MongoDB-protocol server such as
 //! nx-27017 may differ).
 
-use super::store::{err, to_doc, KIND};
-use crate::{fits, StoreError};
+use super::codec::to_doc;
+use super::{err, KIND};
+use crate::limits::fits;
+use crate::StoreError;
 use mongodb::bson::{doc, Bson};
 use mongodb::Client;
 use pipeline_common::message::Message;
@@ -17,10 +19,11 @@ pub(super) async fn holds(client: &Client, largest: &[Message]) -> Result<(), St
         Some(Bson::Double(n)) if n.is_finite() && *n >= 0.0 => Some(*n as u64),
         _ => None,
     };
-    let allows =
-        allows.ok_or_else(|| err(format!("hello: maxBsonObjectSize is {:?}", hello.get("maxBsonObjectSize"))))?;
+    let allows = allows.ok_or_else(|| {
+        StoreError::transient(KIND, format!("hello: maxBsonObjectSize is {:?}", hello.get("maxBsonObjectSize")))
+    })?;
     let needs = largest
         .iter()
-        .map(|m| Ok(mongodb::bson::to_vec(&to_doc(m)).map_err(|e| StoreError::permanent(KIND, e))?.len() as u64));
+        .map(|m| Ok(mongodb::bson::to_vec(&to_doc(m)).map_err(|e| StoreError::permanent_from(KIND, e))?.len() as u64));
     fits(KIND, "maxBsonObjectSize", allows, needs)
 }

@@ -12,56 +12,27 @@
 //! large) refuses that document alone; anything else is transient and the writer retries it.
 //! The audit side is in [`super::audit`].
 
-use super::MongoArgs;
+use super::args::MongoArgs;
+use super::codec::{to_doc, Doc};
+use super::limit;
+use super::{err, KIND};
 use crate::Sink;
 use crate::{Backend, Overwrite, Rejected, StoreError, StoreKind, CONNECT_TIMEOUT};
 use async_trait::async_trait;
-use mongodb::bson::{doc, Bson, DateTime, Document};
+use mongodb::bson::{doc, Bson, Document};
 use mongodb::error::ErrorKind;
 use mongodb::options::ClientOptions;
 use mongodb::{Client, Collection};
 use pipeline_common::message::Message;
 
-pub(super) const KIND: StoreKind = StoreKind::Mongo;
 const DUPLICATE_KEY: i32 = 11000;
 /// Per-document write errors that the same document hits every time: BadValue, TypeMismatch,
 /// DollarPrefixedFieldName, DocumentValidationFailure, BSONObjectTooLarge, KeyTooLong. Any other
 /// code (NotWritablePrimary, ShutdownInProgress, WriteConflict, ...) is retried.
 const PERMANENT_WRITE_ERRORS: [i32; 6] = [2, 14, 52, 121, 10334, 17280];
 
-pub(super) fn err(e: impl std::fmt::Display) -> StoreError {
-    StoreError::transient(KIND, e)
-}
-
 pub struct MongoStore {
     pub(super) coll: Collection<Document>,
-}
-
-/// A message as its document, borrowing the message's text: the driver serializes it straight
-/// into BSON. (Building a `Document` first cloned every field and was then serialized again:
-/// ~5 % of the writer's CPU samples under batch load.)
-#[derive(serde::Serialize)]
-pub(super) struct Doc<'a> {
-    _id: &'a str,
-    sender: &'a str,
-    recipient: &'a str,
-    body: &'a str,
-    /// BSON dates hold milliseconds: the edge truncates `sent_at` to them.
-    sent_at: DateTime,
-    /// Below 10^18 (`Message::validate`): a BSON int64.
-    version: i64,
-}
-
-pub(super) fn to_doc(m: &Message) -> Doc<'_> {
-    let millis = (m.sent_at.unix_timestamp_nanos() / 1_000_000) as i64;
-    Doc {
-        _id: &m.id,
-        sender: &m.sender,
-        recipient: &m.recipient,
-        body: &m.body,
-        sent_at: DateTime::from_millis(millis),
-        version: m.version as i64,
-    }
 }
 
 /// The outcome of one batch's write errors: which messages are already held (to be replaced
@@ -98,16 +69,19 @@ fn sort_errors<'a>(
 /// What an insert_many failure means for the batch: the messages whose ids are already held and
 /// those refused for good, or the error to retry.
 fn classify<'a>(e: mongodb::error::Error, batch: &[&'a Message]) -> Result<Sorted<'a>, StoreError> {
-    match e.kind.as_ref() {
+    let sorted = match e.kind.as_ref() {
         ErrorKind::InsertMany(ime) if ime.write_concern_error.is_none() => {
             let errors = ime.write_errors.iter().flatten().map(|we| (we.index, we.code, we.message.clone()));
-            sort_errors(errors, batch).map_err(|_| err(&e))
+            sort_errors(errors, batch).ok()
         }
         // The whole request cannot be encoded or is malformed: the writer splits the batch to
         // find the document that causes it.
-        ErrorKind::BsonSerialization(_) | ErrorKind::InvalidArgument { .. } => Err(StoreError::permanent(KIND, &e)),
-        _ => Err(err(&e)),
-    }
+        ErrorKind::BsonSerialization(_) | ErrorKind::InvalidArgument { .. } => {
+            return Err(StoreError::permanent_from(KIND, e))
+        }
+        _ => None,
+    };
+    sorted.ok_or_else(|| err(e))
 }
 
 impl MongoStore {
@@ -123,7 +97,7 @@ impl MongoStore {
         };
         let mut updates = Vec::with_capacity(held.len());
         for m in held {
-            let doc = mongodb::bson::to_document(&to_doc(m)).map_err(|e| StoreError::permanent(KIND, e))?;
+            let doc = mongodb::bson::to_document(&to_doc(m)).map_err(|e| StoreError::permanent_from(KIND, e))?;
             // `$or` with `$exists` rather than `$not: {$gte}`: the same documents, and nx-27017
             // implements it.
             let older =
@@ -141,7 +115,8 @@ impl MongoStore {
             (index, code, we.get_str("errmsg").unwrap_or_default().to_string())
         });
         // Duplicate key here is the newer (or same) version already stored: nothing to do.
-        let sorted = sort_errors(errors, held).map_err(|(code, m)| err(format!("replace: code {code}: {m}")))?;
+        let sorted = sort_errors(errors, held)
+            .map_err(|(code, m)| StoreError::transient(KIND, format!("replace: code {code}: {m}")))?;
         Ok(sorted.refused)
     }
 }
@@ -152,7 +127,7 @@ impl Backend for MongoStore {
 
     async fn connect(args: &MongoArgs) -> Result<Self, StoreError> {
         let mut opts =
-            ClientOptions::parse(args.connection_url()?).await.map_err(|e| StoreError::permanent(KIND, e))?;
+            ClientOptions::parse(args.connection_url()?).await.map_err(|e| StoreError::permanent_from(KIND, e))?;
         opts.connect_timeout = Some(CONNECT_TIMEOUT);
         opts.server_selection_timeout = Some(CONNECT_TIMEOUT);
         opts.app_name = Some("pipeline".into());
@@ -189,7 +164,7 @@ impl Sink for MongoStore {
     }
 
     async fn holds(&self, largest: &[Message]) -> Result<(), StoreError> {
-        super::limit::holds(self.coll.client(), largest).await
+        limit::holds(self.coll.client(), largest).await
     }
 
     async fn healthcheck(&self) -> Result<(), StoreError> {

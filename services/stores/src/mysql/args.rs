@@ -36,7 +36,7 @@ pub struct MysqlArgs {
 impl MysqlArgs {
     /// The URL to connect with: the file's when --mysql-url-file names one.
     pub fn connection_url(&self) -> Result<String, crate::StoreError> {
-        crate::resolve_url(crate::StoreKind::Mysql, &self.url, self.url_file.as_deref())
+        crate::flags::resolve_url(crate::StoreKind::Mysql, &self.url, self.url_file.as_deref())
     }
 
     /// The URL of schema changes and resets: the admin URL's when one is given.
@@ -45,7 +45,7 @@ impl MysqlArgs {
         match (self.admin_url.as_ref().filter(|u| !u.is_empty()), &self.admin_url_file) {
             (None, None) => Ok(None),
             (inline, file) => {
-                crate::resolve_url(crate::StoreKind::Mysql, inline.map_or("", String::as_str), file.as_deref())
+                crate::flags::resolve_url(crate::StoreKind::Mysql, inline.map_or("", String::as_str), file.as_deref())
                     .map(Some)
             }
         }
@@ -60,7 +60,7 @@ impl StoreFlags for MysqlArgs {
     /// TLS is on when the URL's `ssl-mode` requires it (sqlx's default, PREFERRED, may fall
     /// back to plaintext).
     fn plaintext_host(&self) -> Option<String> {
-        crate::remote_plaintext(&self.connection_url().ok()?, |u| {
+        crate::flags::remote_plaintext(&self.connection_url().ok()?, |u| {
             u.query_pairs().any(|(k, v)| {
                 k == "ssl-mode"
                     && ["required", "verify_ca", "verify_identity"].contains(&v.to_ascii_lowercase().as_str())

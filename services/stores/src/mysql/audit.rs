@@ -1,7 +1,8 @@
 //! MySQL's audit side: every row's fingerprint, and rows fetched or deleted by id, table by
 //! table. Rows are streamed, so a table of millions costs one fingerprint per row, not its text.
 
-use super::store::{err, per_table, MysqlStore};
+use super::store::MysqlStore;
+use super::{err, per_table};
 use crate::{Audit, Sink};
 use crate::{Audited, StoreError};
 use async_trait::async_trait;

@@ -3,8 +3,9 @@
 //! MariaDB's default, 64 MiB by MySQL 8.0's and 4 MiB by MySQL 5.7's, and often set by operators.
 
 use super::insert;
-use super::store::{datetime, err, KIND};
-use crate::{fits, Overwrite, StoreError};
+use super::{datetime, err, KIND};
+use crate::limits::fits;
+use crate::{Overwrite, StoreError};
 use pipeline_common::message::Message;
 use sqlx::MySqlPool;
 

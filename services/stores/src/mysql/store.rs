@@ -6,9 +6,9 @@
 //! real errors (a truncated value) into warnings and store damaged rows silently. The audit side
 //! (fingerprints, fetch and delete by id) is in [`super::audit`].
 
-use super::insert;
-use super::limit;
-use super::MysqlArgs;
+use super::args::MysqlArgs;
+use super::{datetime, err, per_table, KIND};
+use super::{insert, limit};
 use crate::Sink;
 use crate::{Backend, Overwrite, Rejected, StoreError, StoreKind, CONNECT_TIMEOUT};
 use async_trait::async_trait;
@@ -16,12 +16,6 @@ use pipeline_common::message::{shard_table, Message, SENT_AT_YEARS, SHARDS};
 use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, MySql};
-
-pub(super) const KIND: StoreKind = StoreKind::Mysql;
-
-pub(super) fn err(e: impl std::fmt::Display) -> StoreError {
-    StoreError::transient(KIND, e)
-}
 
 /// MySQL errors that the same rows will hit on every attempt: the data does not fit the schema.
 /// Everything else (connection loss, 1213 deadlock, 1205 lock wait timeout, 1040 too many
@@ -51,23 +45,10 @@ fn write_err(e: sqlx::Error) -> StoreError {
         _ => false,
     };
     if permanent {
-        StoreError::permanent(KIND, e)
+        StoreError::permanent_from(KIND, e)
     } else {
-        StoreError::transient(KIND, e)
+        StoreError::transient_from(KIND, e)
     }
-}
-
-/// `sent_at` as the UTC `DATETIME(6)` value MySQL stores, or `None` outside the range the column
-/// holds (such a value would make sqlx panic while encoding, or MariaDB refuse it in strict mode).
-pub(super) fn datetime(m: &Message) -> Option<time::PrimitiveDateTime> {
-    let utc = m.sent_at.to_offset(time::UtcOffset::UTC);
-    SENT_AT_YEARS.contains(&utc.year()).then(|| time::PrimitiveDateTime::new(utc.date(), utc.time()))
-}
-
-/// A statement on one shard table. Table names come only from [`shard_table`] (digits), never
-/// from input, which is what makes this dynamic SQL safe.
-pub(super) fn per_table(template: &str, table: &str) -> AssertSqlSafe<String> {
-    AssertSqlSafe(template.replace("{}", table))
 }
 
 /// A pooled connection that may be inside a write's transaction until `committed` is set:

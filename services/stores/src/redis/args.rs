@@ -28,7 +28,7 @@ pub struct RedisArgs {
 impl RedisArgs {
     /// The URL to connect with: the file's when --redis-url-file names one.
     pub fn connection_url(&self) -> Result<String, crate::StoreError> {
-        crate::resolve_url(crate::StoreKind::Redis, &self.url, self.url_file.as_deref())
+        crate::flags::resolve_url(crate::StoreKind::Redis, &self.url, self.url_file.as_deref())
     }
 }
 
@@ -38,6 +38,6 @@ impl StoreFlags for RedisArgs {
     }
 
     fn plaintext_host(&self) -> Option<String> {
-        crate::remote_plaintext(&self.connection_url().ok()?, |u| u.scheme() == "rediss")
+        crate::flags::remote_plaintext(&self.connection_url().ok()?, |u| u.scheme() == "rediss")
     }
 }

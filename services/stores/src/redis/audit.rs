@@ -1,63 +1,16 @@
 //! Redis's audit side: counting, auditing, fetching, deleting and resetting. Counting and
-//! auditing read the id index (index.rs) when it is trusted; otherwise, and to rebuild it, they
-//! walk the keyspace through SCAN (never KEYS), so reconcile does not stall a Redis that the
-//! writer is still using.
+//! auditing read the id index (index.rs) when it is trusted; otherwise they walk the keyspace
+//! through SCAN (scan.rs).
 
-use super::index::INDEX;
-use super::store::{err, key, RedisStore, KEY_PREFIX, SCAN_COUNT};
+use super::index::{walk, INDEX};
+use super::scan::{scan, AsyncChunk};
+use super::store::RedisStore;
+use super::{err, key, KEY_PREFIX, SCAN_COUNT};
 use crate::{Audit, Audited, StoreError};
 use async_trait::async_trait;
 use pipeline_common::digest::Digest;
 use pipeline_common::message::Message;
 use redis::aio::ConnectionManager;
-
-impl RedisStore {
-    /// Calls `each` with every chunk of `msg:*` keys, via SCAN.
-    async fn scan(&self, each: impl AsyncChunk) -> Result<(), StoreError> {
-        self.scan_prefix("", each).await
-    }
-
-    /// Calls `each` with every chunk of the keys of ids that start with `prefix`: the server
-    /// still walks the whole keyspace, but only matching keys (and their values) cross the wire.
-    pub(super) async fn scan_prefix(&self, prefix: &str, mut each: impl AsyncChunk) -> Result<(), StoreError> {
-        let mut conn = self.conn.clone();
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(format!("{KEY_PREFIX}{}*", glob_escaped(prefix)))
-                .arg("COUNT")
-                .arg(SCAN_COUNT)
-                .query_async(&mut conn)
-                .await
-                .map_err(err)?;
-            each.chunk(&mut conn, keys).await?;
-            if next == 0 {
-                return Ok(());
-            }
-            cursor = next;
-        }
-    }
-}
-
-/// `s` matched literally in a SCAN pattern (glob: `*`, `?`, `[`, `]` and a backslash escaped).
-fn glob_escaped(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// What to do with one SCAN chunk (a trait, because async closures borrowing state are awkward).
-#[async_trait]
-pub(super) trait AsyncChunk: Send {
-    async fn chunk(&mut self, conn: &mut ConnectionManager, keys: Vec<String>) -> Result<(), StoreError>;
-}
 
 /// Keys of one SCAN chunk, kept.
 struct Keys(Vec<String>);
@@ -106,20 +59,13 @@ impl AsyncChunk for Delete<'_> {
 }
 
 #[async_trait]
-impl<T: AsyncChunk> AsyncChunk for &mut T {
-    async fn chunk(&mut self, conn: &mut ConnectionManager, keys: Vec<String>) -> Result<(), StoreError> {
-        (**self).chunk(conn, keys).await
-    }
-}
-
-#[async_trait]
 impl Audit for RedisStore {
     async fn count(&self) -> Result<u64, StoreError> {
-        if let Some(n) = self.indexed_count().await? {
+        if let Some(n) = self.index.count(&self.conn).await? {
             return Ok(n);
         }
         let mut keys = Keys(Vec::new());
-        self.scan(&mut keys).await?;
+        scan(&self.conn, "", &mut keys).await?;
         // SCAN may return a key twice while the keyspace is being resized: count distinct keys.
         keys.0.sort_unstable();
         keys.0.dedup();
@@ -128,11 +74,11 @@ impl Audit for RedisStore {
 
     async fn audit(&self, prefix: &str) -> Result<Vec<Audited>, StoreError> {
         let mut all = Fingerprints(Vec::new());
-        if self.indexed_count().await?.is_some() {
-            self.walk_index(prefix, &mut all).await?;
+        if self.index.count(&self.conn).await?.is_some() {
+            walk(&self.conn, prefix, &mut all).await?;
             return Ok(all.0);
         }
-        self.scan_prefix(prefix, &mut all).await?;
+        scan(&self.conn, prefix, &mut all).await?;
         // SCAN may return a key twice while the keyspace is being resized: keep distinct keys.
         all.0.sort_unstable_by(|a, b| a.id.cmp(&b.id));
         all.0.dedup_by(|a, b| a.id == b.id);
@@ -164,9 +110,9 @@ impl Audit for RedisStore {
     /// Every message deleted with its member; the index is trusted afterwards (rebuilt when it
     /// was not), as after `prepare`.
     async fn reset(&self) -> Result<(), StoreError> {
-        self.scan(Delete(&self.delete)).await?;
-        if self.indexed_count().await?.is_none() {
-            self.rebuild_index().await?;
+        scan(&self.conn, "", Delete(&self.delete)).await?;
+        if self.index.count(&self.conn).await?.is_none() {
+            self.index.rebuild(&self.conn).await?;
         }
         Ok(())
     }

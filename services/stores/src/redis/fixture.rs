@@ -2,19 +2,24 @@
 //! database numbered by its [`crate::Slot`], emptied: tests database 1 (they hold the test kit's
 //! `exclusive()` guard so they run one at a time), a chaos run database 2.
 
-use super::{RedisArgs, RedisStore};
-use crate::{Fixture, StoreError, StoreKind};
+use super::args::RedisArgs;
+use super::store::RedisStore;
+use super::KIND;
+use crate::{Fixture, StoreError};
 use async_trait::async_trait;
+
+fn fail(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+    StoreError::permanent_from(KIND, e)
+}
 
 #[async_trait]
 impl Fixture for RedisStore {
     async fn isolate(args: &mut RedisArgs, _namespace: &str, slot: crate::Slot) -> Result<(), StoreError> {
-        let fail = |e: &dyn std::fmt::Display| StoreError::permanent(StoreKind::Redis, e);
-        let mut url = url::Url::parse(&args.url).map_err(|e| fail(&e))?;
+        let mut url = url::Url::parse(&args.url).map_err(fail)?;
         url.set_path(&format!("/{}", slot as u8));
         args.url = url.to_string();
-        let client = redis::Client::open(args.url.as_str()).map_err(|e| fail(&e))?;
-        let mut conn = client.get_multiplexed_async_connection().await.map_err(|e| fail(&e))?;
-        redis::cmd("FLUSHDB").query_async::<()>(&mut conn).await.map_err(|e| fail(&e))
+        let client = redis::Client::open(args.url.as_str()).map_err(fail)?;
+        let mut conn = client.get_multiplexed_async_connection().await.map_err(fail)?;
+        redis::cmd("FLUSHDB").query_async::<()>(&mut conn).await.map_err(fail)
     }
 }

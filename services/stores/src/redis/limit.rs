@@ -2,8 +2,9 @@
 //! in a request (512 MB by default, settable down to 1 MB). The writer sends each message as its
 //! JSON, one string of the script call.
 
-use super::store::KIND;
-use crate::{fits, unchecked, StoreError};
+use super::KIND;
+use crate::limits::{fits, unchecked};
+use crate::StoreError;
 use pipeline_common::message::Message;
 use redis::aio::ConnectionManager;
 use std::collections::HashMap;
@@ -26,7 +27,7 @@ pub(super) async fn holds(mut conn: ConnectionManager, largest: &[Message]) -> R
             None => return skip(&"the server does not list it"),
         },
         Err(e) if matches!(e.kind(), redis::ErrorKind::Server(_) | redis::ErrorKind::Extension) => return skip(&e),
-        Err(e) => return Err(StoreError::transient(KIND, e)),
+        Err(e) => return Err(StoreError::transient_from(KIND, e)),
     };
     fits(KIND, SETTING, allows, largest.iter().map(|m| Ok(m.to_json().len() as u64)))
 }

@@ -4,27 +4,15 @@
 //! makes a redelivery a no-op and two versions end as the newer one whatever their order. The same
 //! script keeps the id index (index.rs) that counting and auditing read.
 
-use super::index::INDEX;
-use super::RedisArgs;
+use super::args::RedisArgs;
+use super::index::{Index, INDEX};
+use super::limit;
+use super::{err, key, KIND};
 use crate::Sink;
 use crate::{Backend, Overwrite, Rejected, StoreError, StoreKind, CONNECT_TIMEOUT};
 use async_trait::async_trait;
 use pipeline_common::message::Message;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-
-/// Key prefix of every message; reconcile counts `msg:*`.
-pub const KEY_PREFIX: &str = "msg:";
-/// Keys per SCAN step, MGET and UNLINK (the audit side).
-pub(super) const SCAN_COUNT: usize = 1000;
-pub(super) const KIND: StoreKind = StoreKind::Redis;
-
-pub(super) fn err(e: impl std::fmt::Display) -> StoreError {
-    StoreError::transient(KIND, e)
-}
-
-pub(super) fn key(id: &str) -> String {
-    format!("{KEY_PREFIX}{id}")
-}
 
 /// Redis's own multiplexed, reconnecting connection: one TCP connection carries every
 /// concurrent pipeline, so a pool of connections would add nothing.
@@ -34,10 +22,8 @@ pub struct RedisStore {
     newer: redis::Script,
     /// `delete.lua`: messages and their index members deleted together.
     pub(super) delete: redis::Script,
-    /// `adopt.lua`: one step of an index rebuild.
-    pub(super) adopt: redis::Script,
-    /// `count.lua`: the count from the index, when it can be trusted.
-    pub(super) count: redis::Script,
+    /// The id index's scripts (`count.lua`, `adopt.lua`).
+    pub(super) index: Index,
 }
 
 #[async_trait]
@@ -49,8 +35,7 @@ impl Backend for RedisStore {
         let client = match &args.ca_file {
             // rediss:// with the operator's CA; without one, the system's roots.
             Some(ca) => {
-                let pem =
-                    std::fs::read(ca).map_err(|e| StoreError::permanent(KIND, format!("{}: {e}", ca.display())))?;
+                let pem = std::fs::read(ca).map_err(|e| StoreError::permanent_from(KIND, e).context(ca.display()))?;
                 redis::Client::build_with_tls(
                     url.as_str(),
                     redis::TlsCertificates { client_tls: None, root_cert: Some(pem) },
@@ -58,21 +43,20 @@ impl Backend for RedisStore {
             }
             None => redis::Client::open(url.as_str()),
         }
-        .map_err(|e| StoreError::permanent(KIND, e))?;
+        .map_err(|e| StoreError::permanent_from(KIND, e))?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(CONNECT_TIMEOUT))
             .set_response_timeout(Some(CONNECT_TIMEOUT * 2))
             .set_number_of_retries(1);
         let conn = tokio::time::timeout(CONNECT_TIMEOUT, ConnectionManager::new_with_config(client, config))
             .await
-            .map_err(|_| err("connect timed out"))?
+            .map_err(|_| StoreError::transient(KIND, "connect timed out"))?
             .map_err(err)?;
         Ok(Self {
             conn,
             newer: redis::Script::new(include_str!("newer.lua")),
             delete: redis::Script::new(include_str!("delete.lua")),
-            adopt: redis::Script::new(include_str!("adopt.lua")),
-            count: redis::Script::new(include_str!("count.lua")),
+            index: Index::new(),
         })
     }
 }
@@ -88,8 +72,8 @@ impl Sink for RedisStore {
     async fn prepare(&self) -> Result<(), StoreError> {
         let mut conn = self.conn.clone();
         let _: String = redis::cmd("PING").query_async(&mut conn).await.map_err(err)?;
-        if self.indexed_count().await?.is_none() {
-            self.rebuild_index().await?;
+        if self.index.count(&self.conn).await?.is_none() {
+            self.index.rebuild(&self.conn).await?;
         }
         Ok(())
     }
@@ -113,7 +97,7 @@ impl Sink for RedisStore {
     }
 
     async fn holds(&self, largest: &[Message]) -> Result<(), StoreError> {
-        super::limit::holds(self.conn.clone(), largest).await
+        limit::holds(self.conn.clone(), largest).await
     }
 
     async fn healthcheck(&self) -> Result<(), StoreError> {

@@ -36,6 +36,29 @@ pub(crate) struct Record {
     pub decoded: record::Decoded,
 }
 
+/// Why a consumer stopped.
+pub(crate) enum Stopped {
+    /// The stop signal came (what is in flight is drained next).
+    Asked,
+    /// Stopped, and every write in flight finished.
+    Drained,
+    /// The shutdown grace ran out with writes in flight: they are redelivered to the next owner.
+    GraceOver,
+    /// A batch can never be stored (a store write panicked).
+    Failed(anyhow::Error),
+}
+
+impl Stopped {
+    fn as_str(&self) -> &'static str {
+        match self {
+            Stopped::Asked => "asked",
+            Stopped::Drained => "drained",
+            Stopped::GraceOver => "grace over",
+            Stopped::Failed(_) => "failed",
+        }
+    }
+}
+
 pub(crate) struct BatchConsumer {
     id: usize,
     cfg: Arc<WriterConfig>,
@@ -81,10 +104,10 @@ impl BatchConsumer {
         self.consumer.subscribe(&[&self.cfg.kafka.topic]).context("subscribing again after leaving the group")
     }
 
-    /// Runs until `stop` is cancelled, then waits at most the shutdown grace for in-flight
-    /// writes, commits what is stored (synchronously) and returns. Returns `Err` when a batch
-    /// can never be stored (a store adapter panicked): the caller must exit non-zero so a
-    /// supervisor restarts the process; nothing past that batch is committed.
+    /// Runs until `stop` is cancelled: consumes, then drains what is in flight (within the
+    /// shutdown grace), then commits what is stored, synchronously. Returns `Err` when a batch can
+    /// never be stored (a store adapter panicked): the caller must exit non-zero so a supervisor
+    /// restarts the process; nothing past that batch is committed.
     pub(crate) async fn run(self, stop: CancellationToken) -> anyhow::Result<()> {
         let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Completion>();
         let grace = self.cfg.shutdown_grace();
@@ -94,17 +117,34 @@ impl BatchConsumer {
             tokio::time::sleep(grace).await;
         };
         tokio::pin!(grace_over);
-        // Set once `grace_over` has fired: a finished future must not be polled again.
-        let mut grace_spent = false;
-        let mut next_batch: u64 = 0;
-        let mut outcome = Ok(());
         tracing::info!(consumer = self.id, "consuming");
-        'consume: loop {
+        let mut why = self.consume(&stop, &done_tx, &mut done_rx, grace_over.as_mut()).await;
+        if matches!(why, Stopped::Asked) {
+            why = self.drain(&mut done_rx, grace_over.as_mut()).await;
+        }
+        self.commit_ready(KafkaCommit::Sync);
+        tracing::info!(consumer = self.id, why = why.as_str(), "stopped; every stored batch committed");
+        match why {
+            Stopped::Failed(e) => Err(e),
+            Stopped::Asked | Stopped::Drained | Stopped::GraceOver => Ok(()),
+        }
+    }
+
+    /// Pulls, writes and commits until asked to stop, a write outlives the grace, or a batch
+    /// fails for good.
+    async fn consume(
+        &self,
+        stop: &CancellationToken,
+        done_tx: &mpsc::UnboundedSender<Completion>,
+        done_rx: &mut mpsc::UnboundedReceiver<Completion>,
+        mut grace_over: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+    ) -> Stopped {
+        let mut next_batch: u64 = 0;
+        loop {
             // Apply completions and commit the stored prefix before pulling more.
             while let Ok(c) = done_rx.try_recv() {
                 if let Err(e) = self.complete(c) {
-                    outcome = Err(e);
-                    break 'consume;
+                    return Stopped::Failed(e);
                 }
             }
             self.commit_ready(KafkaCommit::Async);
@@ -112,21 +152,15 @@ impl BatchConsumer {
             // `recv()` is cancel-safe, but a half-collected batch is not (dropping it would lose
             // records whose offsets a later batch then commits).
             let first = tokio::select! {
-                _ = stop.cancelled() => break,
-                _ = self.membership.rejoin_asked() => {
-                    if let Err(e) = self.rejoin() {
-                        outcome = Err(e);
-                        break;
-                    }
-                    continue;
-                }
-                Some(c) = done_rx.recv() => {
-                    if let Err(e) = self.complete(c) {
-                        outcome = Err(e);
-                        break;
-                    }
-                    continue;
-                }
+                _ = stop.cancelled() => return Stopped::Asked,
+                _ = self.membership.rejoin_asked() => match self.rejoin() {
+                    Ok(()) => continue,
+                    Err(e) => return Stopped::Failed(e),
+                },
+                Some(c) = done_rx.recv() => match self.complete(c) {
+                    Ok(()) => continue,
+                    Err(e) => return Stopped::Failed(e),
+                },
                 r = self.consumer.recv() => r,
             };
             let records = self.fill(first).await;
@@ -137,37 +171,39 @@ impl BatchConsumer {
             // Dropping `handle` mid-write (grace over) is safe: its batch is never completed,
             // so never committed, and is redelivered to the next owner.
             tokio::select! {
-                r = self.handle(next_batch, records, &done_tx) => if let Err(e) = r {
-                    outcome = Err(e);
-                    break;
+                r = self.handle(next_batch, records, done_tx) => if let Err(e) = r {
+                    return Stopped::Failed(e);
                 },
-                _ = &mut grace_over => {
+                _ = grace_over.as_mut() => {
                     tracing::warn!(consumer = self.id, "shutdown grace over during a synchronous write");
-                    grace_spent = true;
-                    break;
+                    return Stopped::GraceOver;
                 }
             }
         }
-        if outcome.is_ok() && !grace_spent {
-            // Shutdown: no more fetching; wait (at most the grace) for what is in flight.
-            while self.tracker.lock().pending() > 0 {
-                tokio::select! {
-                    c = done_rx.recv() => match c {
-                        Some(c) => if let Err(e) = self.complete(c) { outcome = Err(e); break; },
-                        None => break,
-                    },
-                    _ = &mut grace_over => {
-                        let pending = self.tracker.lock().pending();
-                        tracing::warn!(consumer = self.id, pending, "shutdown grace over; uncommitted batches will be redelivered");
-                        break;
-                    }
+    }
+
+    /// After the stop: no more fetching; waits, at most until the grace is over, for the writes
+    /// in flight, committing as they finish.
+    async fn drain(
+        &self,
+        done_rx: &mut mpsc::UnboundedReceiver<Completion>,
+        mut grace_over: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+    ) -> Stopped {
+        while self.tracker.lock().pending() > 0 {
+            tokio::select! {
+                c = done_rx.recv() => match c {
+                    Some(c) => if let Err(e) = self.complete(c) { return Stopped::Failed(e) },
+                    None => break,
+                },
+                _ = grace_over.as_mut() => {
+                    let pending = self.tracker.lock().pending();
+                    tracing::warn!(consumer = self.id, pending, "shutdown grace over; uncommitted batches will be redelivered");
+                    return Stopped::GraceOver;
                 }
-                self.commit_ready(KafkaCommit::Async);
             }
+            self.commit_ready(KafkaCommit::Async);
         }
-        self.commit_ready(KafkaCommit::Sync);
-        tracing::info!(consumer = self.id, ok = outcome.is_ok(), "stopped; every stored batch committed");
-        outcome
+        Stopped::Drained
     }
 
     fn complete(&self, c: Completion) -> anyhow::Result<()> {
@@ -284,12 +320,14 @@ impl BatchConsumer {
         }
         let after_submit = self.cfg.commit == CommitMode::AfterSubmit;
         let writes = if messages.is_empty() { 0 } else { self.driver.pooled_writes(messages.len()) };
-        // after-submit: the reference experiment's behaviour. The pool jobs get a ticket nobody listens to, and
-        // the batch counts as done as soon as they are submitted.
-        let (detached, _) = mpsc::unbounded_channel();
         // With no pooled writes the ticket fires at once, but the completion is only applied by
         // `run` after this function returns, i.e. after the synchronous writes are done.
-        let ticket = Ticket::new(batch, writes, if after_submit { detached } else { done.clone() });
+        // after-submit, the reference experiment's unsafe ack: nobody waits for the pool jobs,
+        // and the batch counts as done as soon as they are submitted.
+        let ticket = match after_submit {
+            true => Ticket::unobserved(batch, writes),
+            false => Ticket::new(batch, writes, done.clone()),
+        };
         if !messages.is_empty() {
             self.driver.dispatch(Arc::new(messages), bytes, ticket).await?;
         }

@@ -17,11 +17,22 @@ pub(crate) struct Ticket {
     batch: u64,
     remaining: AtomicUsize,
     reported: AtomicBool,
-    done: mpsc::UnboundedSender<Completion>,
+    /// `None`: nobody listens (`--commit after-submit`).
+    done: Option<mpsc::UnboundedSender<Completion>>,
 }
 
 impl Ticket {
     pub(crate) fn new(batch: u64, writes: usize, done: mpsc::UnboundedSender<Completion>) -> Arc<Ticket> {
+        Self::make(batch, writes, Some(done))
+    }
+
+    /// A ticket nobody listens to: the writes run, and what becomes of them is not reported
+    /// (`--commit after-submit`, the reference experiment's ack before the writes).
+    pub(crate) fn unobserved(batch: u64, writes: usize) -> Arc<Ticket> {
+        Self::make(batch, writes, None)
+    }
+
+    fn make(batch: u64, writes: usize, done: Option<mpsc::UnboundedSender<Completion>>) -> Arc<Ticket> {
         let t = Arc::new(Ticket { batch, remaining: AtomicUsize::new(writes), reported: AtomicBool::new(false), done });
         if writes == 0 {
             t.report(true);
@@ -41,9 +52,9 @@ impl Ticket {
     }
 
     fn report(&self, ok: bool) {
-        if !self.reported.swap(true, Ordering::AcqRel) {
+        if let (false, Some(done)) = (self.reported.swap(true, Ordering::AcqRel), &self.done) {
             // The consumer may have stopped listening (shutdown after the grace): nothing to do.
-            let _ = self.done.send(Completion { batch: self.batch, ok });
+            let _ = done.send(Completion { batch: self.batch, ok });
         }
     }
 }

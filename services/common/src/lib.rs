@@ -12,6 +12,7 @@ pub mod config;
 pub mod digest;
 pub mod kafka;
 pub mod largest;
+pub mod logbuf;
 pub mod message;
 pub mod procstat;
 pub mod record;

@@ -29,12 +29,16 @@ pub fn boot() -> &'static Boot {
 
 /// Installs the tracing subscriber: `RUST_LOG` filters (default `info`), `LOG_FORMAT=json` for
 /// machine-readable lines. Colours only on a terminal: a log file or a container's log gets plain
-/// text. Safe to call twice (tests spawn several apps in one process).
-pub fn init_tracing() {
+/// text. Lines reach standard error a block at a time ([`crate::logbuf`]): keep the guard until
+/// the program ends, it writes out the last ones. Safe to call twice (tests spawn several apps
+/// in one process).
+pub fn init_tracing() -> crate::logbuf::FlushGuard {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let json = std::env::var("LOG_FORMAT").map(|v| v == "json").unwrap_or(false);
-    let builder = fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(std::io::stderr().is_terminal());
+    let (writer, guard) = crate::logbuf::BufferedStderr::start();
+    let builder = fmt().with_env_filter(filter).with_writer(writer).with_ansi(std::io::stderr().is_terminal());
     let _ = if json { builder.json().try_init() } else { builder.try_init() };
+    guard
 }
 
 static PROMETHEUS: OnceLock<PrometheusHandle> = OnceLock::new();

@@ -95,7 +95,7 @@ pub fn write_report(dir: &Path, font: Option<&Path>) -> anyhow::Result<bool> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    pipeline_common::telemetry::init_tracing();
+    let _logs = pipeline_common::telemetry::init_tracing();
     let cli = Cli::parse();
     let work = async {
         match cli.cmd {

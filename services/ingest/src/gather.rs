@@ -55,6 +55,9 @@ pub(crate) trait Publish: Send + 'static {
     /// Records handed over whose delivery report has not come yet: with none, the link to the
     /// broker is idle and an adaptive window sends what it gathered.
     fn in_flight(&self) -> usize;
+    /// From now on, the delivery report that leaves nothing in flight calls `wake.link_idle()`
+    /// (the ring consumer may sleep for it, `crate::wake`).
+    fn wake_when_link_idle(&self, wake: std::sync::Arc<crate::wake::Wake>);
 }
 
 /// A record on its way to Kafka.
@@ -152,8 +155,14 @@ impl Gather {
         }
     }
 
+    /// How long until the spacing allows the next record, `None` when it allows one now.
+    pub(crate) fn spacing_left(&self, now: Instant) -> Option<Duration> {
+        let next = self.last_sent? + spacing(self.window);
+        (next > now).then(|| next - now)
+    }
+
     /// True while a record is being gathered and an adaptive window waits for the broker's
-    /// acknowledgement of the one before: the ring consumer then looks often, not after a long nap.
+    /// acknowledgement of the one before (the ring consumer then sleeps for that, `crate::wake`).
     pub(crate) fn awaits_link(&self) -> bool {
         self.adaptive && self.first.is_some()
     }

@@ -30,6 +30,8 @@ pub struct Opaque {
 /// gathering window sends when none is, `crate::gather`).
 pub struct DeliveryCtx {
     in_flight: Arc<AtomicUsize>,
+    /// The ring consumer's wake-up (`crate::wake`), once the ring has started.
+    wake: Arc<std::sync::OnceLock<Arc<crate::wake::Wake>>>,
     /// `ingest_kafka_delivery_seconds`, looked up once (a report comes per record).
     delivered: metrics::Histogram,
 }
@@ -38,7 +40,11 @@ impl ProducerContext for DeliveryCtx {
     type DeliveryOpaque = Box<Opaque>;
 
     fn delivery(&self, result: &DeliveryResult<'_>, opaque: Box<Opaque>) {
-        self.in_flight.fetch_sub(1, Ordering::AcqRel);
+        if self.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            if let Some(w) = self.wake.get() {
+                w.link_idle();
+            }
+        }
         self.delivered.record(opaque.since.elapsed().as_secs_f64());
         let outcome = match result {
             Ok(_) => Delivery::Acknowledged,
@@ -131,6 +137,8 @@ pub struct Publisher {
     in_flight: Arc<AtomicUsize>,
     /// `ingest_gather_seconds`, looked up once.
     gathered: metrics::Histogram,
+    /// Shared with `DeliveryCtx`: who to wake when nothing is in flight.
+    wake: Arc<std::sync::OnceLock<Arc<crate::wake::Wake>>>,
 }
 
 impl Publisher {
@@ -156,8 +164,10 @@ impl Publisher {
             )));
         }
         let in_flight = Arc::new(AtomicUsize::new(0));
+        let wake = Arc::new(std::sync::OnceLock::new());
         let producer: ThreadedProducer<DeliveryCtx> = config.create_with_context(DeliveryCtx {
             in_flight: in_flight.clone(),
+            wake: wake.clone(),
             delivered: histogram!(catalog::INGEST_KAFKA_DELIVERY_SECONDS),
         })?;
         Ok(Publisher {
@@ -171,6 +181,7 @@ impl Publisher {
             rotation: Rotation::new(Duration::from_secs_f64(linger.max(0.0) / 1000.0)),
             in_flight,
             gathered: histogram!(catalog::INGEST_GATHER_SECONDS),
+            wake,
         })
     }
 
@@ -212,7 +223,11 @@ impl Publisher {
 
 impl Publish for Publisher {
     fn in_flight(&self) -> usize {
-        self.in_flight.load(Ordering::Acquire)
+        self.in_flight.load(Ordering::SeqCst)
+    }
+
+    fn wake_when_link_idle(&self, wake: Arc<crate::wake::Wake>) {
+        let _ = self.wake.set(wake);
     }
 
     /// Hands records to librdkafka. When its queue is full the ring consumer waits here, which
@@ -230,7 +245,7 @@ impl Publish for Publisher {
             let mut opaque = Box::new(Opaque { acks: p.acks, since: handed });
             let payload = p.payload;
             // Counted before the send: its delivery report may come before `send` returns.
-            self.in_flight.fetch_add(1, Ordering::AcqRel);
+            self.in_flight.fetch_add(1, Ordering::SeqCst);
             loop {
                 // No key: see `producer_client_config`.
                 let mut rec = BaseRecord::<(), _, _>::with_opaque_to(&self.topic, opaque).payload(&payload);

@@ -23,3 +23,4 @@ pub(crate) mod ring;
 pub(crate) mod routes;
 pub mod startup;
 pub(crate) mod telemetry_mw;
+pub(crate) mod wake;

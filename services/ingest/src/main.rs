@@ -13,7 +13,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[actix_web::main]
 async fn main() -> anyhow::Result<()> {
-    telemetry::init_tracing();
+    let _logs = telemetry::init_tracing();
     let cfg = IngestConfig::parse();
     if let Some(Cmd::Key { cmd: KeyCmd::New { name, token_out } }) = &cfg.cmd {
         return ingest::auth::new_key(name, token_out.as_deref());

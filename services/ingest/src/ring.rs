@@ -8,7 +8,7 @@
 //! the window ends, even if no further request comes. Between looks it parks, never spins, and
 //! parks longer the longer the ring stays idle (never past the gathered record's due time), so
 //! an idle ingest costs almost nothing on a 2-core machine that also runs k6 and five servers; a
-//! put unparks it, so a quiet request does not wait out the nap.
+//! put wakes it, so a quiet request does not wait out the nap (`crate::wake`: who wakes it when).
 //! Slots hold their entry behind an uncontended mutex because the disruptor hands consumers
 //! `&E` and the consumer must move the entry (and its acknowledgement channel) out.
 //!
@@ -18,6 +18,7 @@
 //! that would pass the byte bound is a 503 like a full ring.
 
 use crate::gather::{Entry, Gather, Publish};
+use crate::wake::{Awaits, Wake};
 use disruptor::{
     build_multi_producer, BusySpin, EventPoller, MultiProducer, MultiProducerBarrier, Polling, Producer,
     SingleConsumerBarrier,
@@ -83,8 +84,8 @@ pub(crate) struct Ring {
     counts: Arc<Counts>,
     // ...and the last `Joiner` then waits for it.
     _consumer: Arc<Joiner>,
-    /// The consumer thread, unparked after every put.
-    waker: std::thread::Thread,
+    /// Wakes the consumer after a put when it sleeps for one (`crate::wake`).
+    wake: Arc<Wake>,
 }
 
 /// Joins the consumer thread when the last ring handle goes.
@@ -134,13 +135,16 @@ impl Ring {
         let (poller, builder) = build_multi_producer(opts.size, Slot::default, BusySpin).new_event_poller();
         let producer = builder.build();
         let c = counts.clone();
+        let wake = Arc::new(Wake::default());
+        publisher.wake_when_link_idle(wake.clone());
         let (finished, drained) = std::sync::mpsc::channel::<()>();
+        let w = wake.clone();
         let consumer = std::thread::Builder::new().name("ring-consumer".into()).spawn(move || {
-            consume(poller, &c, &opts, &publisher);
+            consume(poller, &c, &opts, &publisher, &w);
             drop(finished);
         })?;
-        let waker = consumer.thread().clone();
-        Ok((Ring { producer, counts, _consumer: Arc::new(Joiner(Some(consumer))), waker }, Drained(drained)))
+        wake.set_consumer(consumer.thread().clone());
+        Ok((Ring { producer, counts, _consumer: Arc::new(Joiner(Some(consumer))), wake }, Drained(drained)))
     }
 
     /// Puts all entries in the ring or none of them, so a 503 never leaves half a batch behind.
@@ -158,8 +162,8 @@ impl Ring {
             }
         }) {
             Ok(_) => {
-                self.counts.published.fetch_add(n as u64, Ordering::Relaxed);
-                self.waker.unpark();
+                self.counts.published.fetch_add(n as u64, Ordering::SeqCst);
+                self.wake.put();
                 Ok(())
             }
             Err(_) => {
@@ -178,6 +182,7 @@ fn consume(
     c: &Counts,
     opts: &RingOptions,
     publisher: &impl Publish,
+    wake: &Wake,
 ) {
     let mut gather = Gather::new(opts.record_max_bytes, opts.window, opts.adaptive);
     let mut empty_looks = 0u32;
@@ -219,13 +224,30 @@ fn consume(
             let held = c.bytes.fetch_sub(bytes, Ordering::AcqRel).saturating_sub(bytes);
             gauge!(catalog::INGEST_RING_BYTES).set(held as f64);
         } else if idle {
-            // Nothing came and nothing is due: nap (a put unparks us), but wake for the gathered
-            // record's window, and look again soon while it waits for the broker's answer.
-            let nap = match gather.awaits_link() {
-                true => BACKOFF_MIN,
-                false => backoff(empty_looks, opts.idle_sleep_max),
+            // Nothing came and nothing is due: sleep. With a record gathered behind one in flight,
+            // until the broker's acknowledgement leaves nothing in flight (the delivery report
+            // wakes us), the spacing ends, or the window does; puts do not wake us then, they
+            // only join what is gathered. With nothing gathered, until a put wakes us, after a
+            // nap that grows while the ring stays idle.
+            // With the link idle but the spacing not yet over, sleep out the spacing: nothing
+            // needs to wake us before it ends.
+            let (what, nap) = match (gather.awaits_link(), publisher.in_flight() > 0) {
+                (true, true) => (Some(Awaits::Link), Duration::MAX),
+                (true, false) => (None, gather.spacing_left(now).unwrap_or(Duration::ZERO)),
+                (false, _) => (Some(Awaits::Put), backoff(empty_looks, opts.idle_sleep_max)),
             };
-            std::thread::park_timeout(gather.due_in(now).map_or(nap, |due| due.min(nap)));
+            let nap = gather.due_in(now).map_or(nap, |due| due.min(nap));
+            let drained = c.drained.load(Ordering::Relaxed);
+            let still_needed = |what: Awaits| match what {
+                Awaits::Link => publisher.in_flight() > 0,
+                Awaits::Put => c.published.load(Ordering::SeqCst) == drained,
+            };
+            match what {
+                Some(what) if wake.prepare(what, || still_needed(what)) => std::thread::park_timeout(nap),
+                Some(_) => {}
+                None => std::thread::park_timeout(nap),
+            }
+            wake.awake();
             empty_looks = empty_looks.saturating_add(1);
         }
         if finished {

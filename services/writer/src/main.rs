@@ -6,7 +6,7 @@ use writer::config::WriterConfig;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    telemetry::init_tracing();
+    let _logs = telemetry::init_tracing();
     let cfg = WriterConfig::parse();
     if cfg.list_stores {
         // A reader that stops early (`| head -1`) is no error: stop writing, exit 0.

@@ -32,6 +32,8 @@ catalog! {
         "HTTP requests answered, by route pattern, status code and API key name (none: no key was needed or given).";
     counter INGEST_AUTH_RELOADS_TOTAL = "ingest_auth_reloads_total":
         "Reloads of the API keys file, by result (ok; refused: it did not parse and the keys in force were kept).";
+    counter INGEST_TLS_RELOADS_TOTAL = "ingest_tls_reloads_total":
+        "Reloads of the API listener's TLS certificate and key (--tls-cert-file), by result (ok; refused: unreadable, unparsable, mismatched or out of date, and the pair in force was kept).";
     counter INGEST_ACCEPTED_MESSAGES_TOTAL = "ingest_accepted_messages_total":
         "Messages answered 202, by API key name.";
     counter INGEST_KEY_REFUSALS_TOTAL = "ingest_key_refusals_total":

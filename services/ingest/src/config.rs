@@ -93,6 +93,18 @@ pub struct IngestConfig {
     /// e.g. on a network only the operators' tools reach. Unset: they are served beside the API.
     #[arg(long, env = "INGEST_ADMIN_LISTEN")]
     pub admin_listen: Option<SocketAddr>,
+    /// The API listener's TLS certificate, PEM (the server's first, then any intermediates). With
+    /// --tls-key-file (both or neither) the API port speaks HTTPS only, TLS 1.2 and 1.3, the
+    /// handshake within --head-timeout-ms. Both files are read again when they change (checked
+    /// every 2 s) and on SIGHUP, for new connections. An unreadable file, an expired or not yet
+    /// valid certificate, or a key that is not the certificate's stops the ingest at start, and
+    /// later leaves the pair in force. --admin-listen stays plain HTTP. Unset: plain HTTP.
+    #[arg(long, env = "INGEST_TLS_CERT_FILE", requires = "tls_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// The private key of --tls-cert-file's certificate, PEM (PKCS#8, or PKCS#1 RSA, or SEC1 EC;
+    /// unencrypted: protect the file instead, mode 0600 or a secret volume).
+    #[arg(long, env = "INGEST_TLS_KEY_FILE", requires = "tls_cert_file")]
+    pub tls_key_file: Option<PathBuf>,
     #[command(flatten)]
     pub kafka: KafkaArgs,
     /// When to answer 202.
@@ -298,6 +310,24 @@ mod tests {
         // Without gathering, the linger is librdkafka's alone.
         assert_eq!(check(&["--linger-ms", "2500", "--record-max-bytes", "0"]).ok(), Some(Ok(())));
         assert!(check(&["--linger-ms", "60001"]).is_err(), "bounded, so a window fits the clock");
+    }
+
+    #[test]
+    fn the_tls_files_go_together() {
+        use clap::Parser;
+        let parse = |args: &[&str]| IngestConfig::try_parse_from([&["ingest"], args].concat());
+        let both = parse(&["--tls-cert-file", "c.pem", "--tls-key-file", "k.pem"]).expect("both");
+        assert_eq!(
+            (both.tls_cert_file.as_deref(), both.tls_key_file.as_deref()),
+            (Some(std::path::Path::new("c.pem")), Some(std::path::Path::new("k.pem")))
+        );
+        let neither = parse(&[]).expect("neither: plain HTTP");
+        assert!(neither.tls_cert_file.is_none() && neither.tls_key_file.is_none());
+        for (alone, missing) in [("--tls-cert-file", "--tls-key-file"), ("--tls-key-file", "--tls-cert-file")] {
+            let e = parse(&[alone, "x.pem"]).expect_err(alone);
+            assert_eq!(e.kind(), clap::error::ErrorKind::MissingRequiredArgument, "{alone}: {e}");
+            assert!(e.to_string().contains(missing), "{alone} alone names {missing}: {e}");
+        }
     }
 
     #[test]

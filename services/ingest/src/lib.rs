@@ -23,4 +23,5 @@ pub(crate) mod ring;
 pub(crate) mod routes;
 pub mod startup;
 pub(crate) mod telemetry_mw;
+pub(crate) mod tls;
 pub(crate) mod wake;

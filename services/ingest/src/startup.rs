@@ -32,6 +32,13 @@ impl Application {
         cfg.check().map_err(anyhow::Error::msg)?;
         let plaintext = pipeline_common::kafka::plaintext_brokers(&cfg.kafka);
         pipeline_common::secret::check_plaintext(&plaintext, cfg.kafka.allow_plaintext).map_err(anyhow::Error::msg)?;
+        // The TLS pair first: a wrong file stops the ingest before it does anything else, with the
+        // file and the problem named (clap already refused one flag without the other).
+        let tls = match (&cfg.tls_cert_file, &cfg.tls_key_file) {
+            (Some(cert), Some(key)) => Some(crate::tls::Certificates::load(cert, key)?),
+            (None, None) => None,
+            _ => anyhow::bail!("--tls-cert-file and --tls-key-file go together: give both or neither"),
+        };
         let handle = telemetry::metrics_handle();
         // Kafka being down is not a reason to refuse to start: /readyz says not ready and
         // requests get 503s until it answers. The topic is created in the background, asked
@@ -68,6 +75,13 @@ impl Application {
         let clock = web::Data::new(VersionClock::new(instance));
         let auth = crate::auth::Auth::from_config(&cfg)?;
         tokio::spawn(auth.clone().watch());
+        let tls_config = match &tls {
+            Some(certs) => {
+                tokio::spawn(certs.clone().watch());
+                Some(certs.server_config().context("the TLS configuration")?)
+            }
+            None => None,
+        };
         let auth = web::Data::from(auth);
         let budget = web::Data::new(crate::body::BodyBudget::new(cfg.body_budget_bytes));
         let key_limits = web::Data::new(crate::limits::KeyLimits::new(cfg.ring_max_bytes));
@@ -91,12 +105,19 @@ impl Application {
                 .disable_signals()
                 .listen(listener)?
                 .run();
-                tracing::info!(%addr, "admin listener: /healthz, /readyz, /metrics");
+                if tls.is_some() {
+                    // Health, readiness and metrics carry no client data; the kubelet, Prometheus
+                    // and the healthchecks would each need the CA. docs/explanation/security.md.
+                    tracing::info!(%addr, "admin listener: /healthz, /readyz, /metrics, plain HTTP");
+                } else {
+                    tracing::info!(%addr, "admin listener: /healthz, /readyz, /metrics");
+                }
                 Some(server)
             }
             None => None,
         };
         let public_admin = admin.is_none();
+        let listen = cfg.listen;
         let settings = web::Data::new(cfg);
         let worker_ring = ring.clone();
         let server = HttpServer::new(move || {
@@ -131,8 +152,16 @@ impl Application {
         .client_request_timeout(head_timeout)
         .keep_alive(keep_alive)
         .max_connections(per_worker)
-        .shutdown_timeout(shutdown_grace.as_secs())
-        .listen(listener)?
+        .shutdown_timeout(shutdown_grace.as_secs());
+        // With a certificate the API port speaks HTTPS only: a plaintext request on it fails the
+        // handshake and never reaches a route.
+        let server = match tls_config {
+            Some(config) => {
+                tracing::info!(%listen, "the API listener speaks HTTPS only");
+                server.tls_handshake_timeout(head_timeout).listen_rustls_0_23(listener, config)?
+            }
+            None => server.listen(listener)?,
+        }
         .run();
         Ok(Application { port, server, admin, ring, drained, publisher })
     }

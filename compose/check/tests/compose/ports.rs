@@ -83,7 +83,7 @@ fn k6_writes_its_summary_and_ids_into_a_folder_every_clone_has() {
         assert!(v.starts_with("/k6/out/"), "{var}={v} is not in the mounted folder");
     }
     assert_eq!(scalar(&env["K6_LOG_FORMAT"]), "raw", "the id log needs bare lines");
-    assert_eq!(scalar(&env["INGEST_URL"]), "http://ingest:8080");
+    assert_eq!(scalar(&env["INGEST_URL"]), "https://ingest:8080", "the ingest speaks HTTPS only");
     // reconcile reads the same folder at the same path
     let rv: Vec<String> =
         c["services"]["reconcile"]["volumes"].as_array().expect("volumes").iter().map(scalar).collect();

@@ -6,6 +6,7 @@
 //! it measured one fresh process from start to end.
 
 use crate::catalog;
+use actix_web::{web, HttpResponse};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use std::io::IsTerminal;
 use std::sync::OnceLock;
@@ -102,4 +103,21 @@ pub fn health() -> serde_json::Value {
         "started_at": boot.started_at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
         "version": env!("CARGO_PKG_VERSION"),
     })
+}
+
+/// `GET /healthz` of every service: [`health`] as JSON. Written once here so the ingest and the
+/// writer cannot drift apart (both serve it with actix-web).
+pub async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().json(health())
+}
+
+/// `GET /metrics` of every service: the Prometheus text exposition of the recorder
+/// [`metrics_handle`] installed; the app registers that handle as `web::Data`.
+pub async fn metrics(handle: web::Data<PrometheusHandle>) -> HttpResponse {
+    HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(handle.render())
+}
+
+/// Registers [`healthz`] and [`metrics`] on an app (which must hold the handle as `web::Data`).
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/healthz", web::get().to(healthz)).route("/metrics", web::get().to(metrics));
 }

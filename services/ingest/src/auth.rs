@@ -245,8 +245,8 @@ pub async fn require_key(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let auth = req.app_data::<web::Data<Auth>>().cloned();
-    let key = match auth {
+    let edge = req.app_data::<web::Data<crate::edge::Edge>>().cloned();
+    let key = match edge.as_deref().map(|e| &*e.auth) {
         Some(auth) if auth.required() => auth.key_of(&req),
         Some(auth) => Some(KeyName(Arc::from("none"), auth.defaults)),
         None => None,

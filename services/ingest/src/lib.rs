@@ -13,6 +13,7 @@ pub mod answer;
 pub mod auth;
 pub(crate) mod body;
 pub mod config;
+pub(crate) mod edge;
 pub(crate) mod gather;
 pub mod kafka;
 pub(crate) mod limits;

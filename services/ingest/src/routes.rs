@@ -17,6 +17,7 @@ use crate::answer::{ApiError, Code};
 use crate::auth::KeyName;
 use crate::body::{self, BatchError, BodyBudget, Bounds};
 use crate::config::{AckMode, IngestConfig};
+use crate::edge::Edge;
 use crate::gather::Entry;
 use crate::limits::{KeyLimits, Refusal};
 use crate::openapi::{Accepted, AcceptedBatch};
@@ -25,7 +26,6 @@ use crate::telemetry_mw::Accepted as Counted;
 use actix_web::{web, HttpMessage, HttpRequest, HttpResponse, ResponseError};
 use pipeline_common::message::{FieldError, Limits, Message, NewMessage};
 use pipeline_common::record;
-use pipeline_common::telemetry;
 use pipeline_common::version::VersionClock;
 use serde_json::{json, Value};
 use std::cell::RefCell;
@@ -142,46 +142,42 @@ fn key_of<'a>(req: &HttpRequest, limits: &'a KeyLimits) -> Key<'a> {
     Key { name, limits }
 }
 
-#[allow(clippy::too_many_arguments)] // actix extractors: each is one piece of request state
+/// `POST /v1/messages`: one message.
 pub(crate) async fn post_message(
     req: HttpRequest,
     payload: web::Payload,
-    cfg: web::Data<IngestConfig>,
+    edge: web::Data<Edge>,
     ring: web::Data<WorkerRing>,
-    clock: web::Data<VersionClock>,
-    budget: web::Data<BodyBudget>,
-    key_limits: web::Data<KeyLimits>,
 ) -> Result<HttpResponse, ApiError> {
-    let body = body::read_json(&req, payload, bounds(&cfg, &budget, cfg.max_message_request_bytes())).await?;
+    let cfg = &edge.settings;
+    let body = body::read_json(&req, payload, bounds(cfg, &edge.budget, cfg.max_message_request_bytes())).await?;
     let new: NewMessage = serde_json::from_slice(&body.bytes).map_err(json_error)?;
     drop(body);
     let now = OffsetDateTime::now_utc();
     let msg = new
-        .into_message(limits(&cfg), now, clock.next(now))
+        .into_message(limits(cfg), now, edge.clock.next(now))
         .map_err(|errs| ApiError::new(Code::InvalidMessage, Value::Array(field_errors(None, &errs))))?;
-    publish(&cfg, &ring, key_of(&req, &key_limits), std::slice::from_ref(&msg)).await?;
+    publish(cfg, &ring, key_of(&req, &edge.key_limits), std::slice::from_ref(&msg)).await?;
     let mut resp = HttpResponse::Accepted().json(Accepted { id: &msg.id, version: msg.version });
     resp.extensions_mut().insert(Counted(1));
     Ok(resp)
 }
 
-#[allow(clippy::too_many_arguments)] // as for `post_message`
+/// `POST /v1/messages/batch`: 1 to `--max-batch` messages, all or none.
 pub(crate) async fn post_batch(
     req: HttpRequest,
     payload: web::Payload,
-    cfg: web::Data<IngestConfig>,
+    edge: web::Data<Edge>,
     ring: web::Data<WorkerRing>,
-    clock: web::Data<VersionClock>,
-    budget: web::Data<BodyBudget>,
-    key_limits: web::Data<KeyLimits>,
 ) -> Result<HttpResponse, ApiError> {
-    let body = body::read_json(&req, payload, bounds(&cfg, &budget, cfg.max_request_bytes)).await?;
+    let cfg = &edge.settings;
+    let body = body::read_json(&req, payload, bounds(cfg, &edge.budget, cfg.max_request_bytes)).await?;
     // A well-formed batch parses in one pass, straight into messages; a bad one is taken apart
     // item by item, its count checked as it is read (`crate::body`).
-    let items = body::parse_batch(&body.bytes, cfg.max_batch).map_err(|e| batch_error(&cfg, e))?;
+    let items = body::parse_batch(&body.bytes, cfg.max_batch).map_err(|e| batch_error(cfg, e))?;
     drop(body);
-    let msgs = validate(&cfg, &clock, items)?;
-    publish(&cfg, &ring, key_of(&req, &key_limits), &msgs).await?;
+    let msgs = validate(cfg, &edge.clock, items)?;
+    publish(cfg, &ring, key_of(&req, &edge.key_limits), &msgs).await?;
     let versions = msgs.iter().map(|m| m.version).collect();
     let mut resp =
         HttpResponse::Accepted().json(AcceptedBatch { ids: msgs.iter().map(|m| m.id.as_str()).collect(), versions });
@@ -235,10 +231,6 @@ fn batch_error(cfg: &IngestConfig, e: BatchError) -> ApiError {
     }
 }
 
-pub(crate) async fn healthz() -> HttpResponse {
-    HttpResponse::Ok().json(telemetry::health())
-}
-
 pub(crate) async fn readyz(ready: web::Data<crate::ready::Readiness>) -> HttpResponse {
     ready.answer()
 }
@@ -247,10 +239,6 @@ pub(crate) async fn readyz(ready: web::Data<crate::ready::Readiness>) -> HttpRes
 pub(crate) async fn openapi() -> HttpResponse {
     static DOC: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     HttpResponse::Ok().content_type("application/json").body(DOC.get_or_init(crate::openapi::json).clone())
-}
-
-pub(crate) async fn metrics(handle: web::Data<metrics_exporter_prometheus::PrometheusHandle>) -> HttpResponse {
-    HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(handle.render())
 }
 
 /// A method other than POST on an API route.

@@ -2,6 +2,7 @@
 //! stop accepting → finish in-flight requests → drain the ring → flush the producer.
 
 use crate::config::IngestConfig;
+use crate::edge::Edge;
 use crate::kafka::Publisher;
 use crate::ring::{Drained, Ring, RingOptions};
 use crate::routes::{self, WorkerRing};
@@ -72,7 +73,7 @@ impl Application {
         let shutdown_grace = cfg.deadline() + Duration::from_secs(1);
         let instance = cfg.ingest_id.unwrap_or_else(random_instance);
         tracing::info!(ingest_id = instance, "stamping versions as this ingest");
-        let clock = web::Data::new(VersionClock::new(instance));
+        let clock = VersionClock::new(instance);
         let auth = crate::auth::Auth::from_config(&cfg)?;
         tokio::spawn(auth.clone().watch());
         let tls_config = match &tls {
@@ -82,9 +83,8 @@ impl Application {
             }
             None => None,
         };
-        let auth = web::Data::from(auth);
-        let budget = web::Data::new(crate::body::BodyBudget::new(cfg.body_budget_bytes));
-        let key_limits = web::Data::new(crate::limits::KeyLimits::new(cfg.ring_max_bytes));
+        let budget = crate::body::BodyBudget::new(cfg.body_budget_bytes);
+        let key_limits = crate::limits::KeyLimits::new(cfg.ring_max_bytes);
         let (head_timeout, keep_alive) =
             (Duration::from_millis(cfg.head_timeout_ms), Duration::from_secs(cfg.keep_alive_secs));
         let per_worker = cfg.max_connections.div_ceil(workers).max(1);
@@ -118,16 +118,12 @@ impl Application {
         };
         let public_admin = admin.is_none();
         let listen = cfg.listen;
-        let settings = web::Data::new(cfg);
+        let edge = web::Data::new(Edge { settings: cfg, auth, budget, key_limits, clock });
         let worker_ring = ring.clone();
         let server = HttpServer::new(move || {
             let app = App::new()
                 .wrap(middleware::from_fn(crate::telemetry_mw::observe))
-                .app_data(settings.clone())
-                .app_data(clock.clone())
-                .app_data(auth.clone())
-                .app_data(budget.clone())
-                .app_data(key_limits.clone())
+                .app_data(edge.clone())
                 .app_data(ready.clone())
                 .app_data(web::Data::new(handle.clone()))
                 .app_data(web::Data::new(WorkerRing(RefCell::new(worker_ring.clone()))))
@@ -205,11 +201,11 @@ impl Application {
     }
 }
 
-/// What the admin listener serves: liveness, readiness, the metrics and the OpenAPI document.
+/// What the admin listener serves: liveness, readiness, the metrics and the OpenAPI document
+/// (liveness and metrics as every service serves them, `telemetry::routes`).
 fn admin_routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/healthz", web::get().to(routes::healthz))
+    cfg.configure(telemetry::routes)
         .route("/readyz", web::get().to(routes::readyz))
-        .route("/metrics", web::get().to(routes::metrics))
         .route("/openapi.json", web::get().to(routes::openapi));
 }
 

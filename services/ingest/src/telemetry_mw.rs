@@ -11,7 +11,7 @@
 //! (a deadline, a refused body, a broker error) says which request it was.
 
 use crate::auth::KeyName;
-use crate::config::IngestConfig;
+use crate::edge::Edge;
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header;
@@ -87,7 +87,7 @@ pub(crate) async fn observe(
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let started = Instant::now();
     let route = req.match_pattern().unwrap_or_else(|| "unmatched".into());
-    let every = req.app_data::<web::Data<IngestConfig>>().map_or(1, |c| c.access_log_every);
+    let every = req.app_data::<web::Data<Edge>>().map_or(1, |e| e.settings.access_log_every);
     // Displayed where it is logged, not made into a string per request.
     let client = ClientIp(req.peer_addr().map(|a| a.ip()));
     let bytes: u64 = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse().ok()).unwrap_or(0);

@@ -6,9 +6,8 @@ use crate::consumer::BatchConsumer;
 use crate::dlq::Dlq;
 use crate::driver::Driver;
 use crate::stall::Rejoiner;
-use actix_web::{web, App, HttpResponse, HttpServer};
+use actix_web::{web, App, HttpServer};
 use anyhow::Context;
-use metrics_exporter_prometheus::PrometheusHandle;
 use pipeline_common::catalog;
 use pipeline_common::kafka::ensure_topic;
 use pipeline_common::telemetry;
@@ -16,14 +15,6 @@ use pipeline_stores::StoreKind;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-
-async fn metrics(handle: web::Data<PrometheusHandle>) -> HttpResponse {
-    HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(handle.render())
-}
-
-async fn healthz() -> HttpResponse {
-    HttpResponse::Ok().json(telemetry::health())
-}
 
 /// Runs the writer until `stop` is cancelled; returns after in-flight writes are committed.
 pub async fn run(cfg: WriterConfig, stop: CancellationToken) -> anyhow::Result<()> {
@@ -47,12 +38,7 @@ pub async fn run(cfg: WriterConfig, stop: CancellationToken) -> anyhow::Result<(
 
     let server = HttpServer::new({
         let handle = handle.clone();
-        move || {
-            App::new()
-                .app_data(web::Data::new(handle.clone()))
-                .route("/metrics", web::get().to(metrics))
-                .route("/healthz", web::get().to(healthz))
-        }
+        move || App::new().app_data(web::Data::new(handle.clone())).configure(telemetry::routes)
     })
     .workers(1)
     .disable_signals()

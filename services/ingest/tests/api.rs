@@ -4,12 +4,9 @@
 //! One file past ~400 lines on purpose: every answer of the API's routes is tested here, side by
 //! side (the edge's limits and keys are in edge.rs).
 
-use clap::Parser;
-use ingest::config::IngestConfig;
-use ingest::startup::Application;
 use pipeline_common::kafka::group_lag;
 use pipeline_common::Message;
-use pipeline_testkit::{consume_messages, exclusive, free_port, Namespace};
+use pipeline_testkit::{consume_messages, exclusive, free_port, Namespace, Service};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -18,19 +15,24 @@ use std::time::{Duration, Instant};
 struct TestApp {
     base: String,
     client: reqwest::Client,
+    /// The ingest process, stopped when the last clone is dropped.
+    _ingest: std::sync::Arc<Service>,
 }
 
-/// Builds and serves the app with `args` (plus the namespace's Kafka settings) on a free port.
+/// Starts the ingest with `args` (plus the namespace's Kafka settings) on a free port, once its
+/// /healthz answers.
 async fn spawn(ns: &Namespace, brokers: Option<&str>, args: &[&str]) -> TestApp {
-    let mut argv = vec!["ingest".to_string(), "--listen".into(), "127.0.0.1:0".into()];
+    let port = free_port();
+    let mut argv = vec!["--listen".to_string(), format!("127.0.0.1:{port}")];
     argv.extend(pipeline_testkit::auth_args());
     argv.extend(["--kafka-brokers".into(), brokers.unwrap_or(&ns.kafka.brokers).to_string()]);
     argv.extend(["--kafka-topic".into(), ns.kafka.topic.clone()]);
     argv.extend(args.iter().map(|s| s.to_string()));
-    let app = Application::build(IngestConfig::parse_from(argv)).await.expect("build app");
-    let base = format!("http://127.0.0.1:{}", app.port());
-    tokio::spawn(app.run());
-    TestApp { base, client: pipeline_testkit::client_builder().timeout(Duration::from_secs(30)).build().unwrap() }
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let ingest = ns.start("ingest", &argv, &[], port, "/healthz").await;
+    let base = format!("http://127.0.0.1:{port}");
+    let client = pipeline_testkit::client_builder().timeout(Duration::from_secs(30)).build().unwrap();
+    TestApp { base, client, _ingest: std::sync::Arc::new(ingest) }
 }
 
 impl TestApp {

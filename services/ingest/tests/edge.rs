@@ -6,7 +6,7 @@
 //! `/readyz` says nothing of the broker's errors; the admin listener keeps health and metrics
 //! off the API port.
 
-use pipeline_testkit::{api_key, client_builder, exclusive, free_port, Child, Namespace};
+use pipeline_testkit::{api_key, client_builder, exclusive, free_port, Namespace, Service};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
@@ -16,7 +16,7 @@ fn msg(id: &str) -> String {
 }
 
 struct Ingest {
-    child: Child,
+    child: Service,
     base: String,
 }
 
@@ -29,16 +29,8 @@ async fn ingest_on(ns: &Namespace, args: &[&str], env: &[(&str, String)], admin:
     let port = free_port();
     let mut all = vec![("INGEST_LISTEN", format!("127.0.0.1:{port}"))];
     all.extend(env.iter().cloned());
-    let mut child = ns.spawn("ingest", args, &all);
+    let child = ns.start("ingest", args, &all, admin.unwrap_or(port), "/healthz").await;
     let base = format!("http://127.0.0.1:{port}");
-    let health = format!("http://127.0.0.1:{}/healthz", admin.unwrap_or(port));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let http = reqwest::Client::new();
-    while !http.get(&health).send().await.is_ok_and(|r| r.status() == 200) {
-        assert!(child.0.try_wait().unwrap().is_none(), "the ingest exited");
-        assert!(Instant::now() < deadline, "ingest not up");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
     Ingest { child, base }
 }
 

@@ -15,14 +15,6 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::time::Duration;
 
-async fn wait_ok(url: &str) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !reqwest::get(url).await.is_ok_and(|r| r.status().is_success()) {
-        assert!(std::time::Instant::now() < deadline, "{url} never answered 200");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 /// What the 202s accepted, from schemathesis' HAR record: per id, the highest version and the
 /// message as posted.
 fn accepted(har: &Value) -> HashMap<String, (u64, NewMessage)> {
@@ -63,15 +55,11 @@ async fn every_answer_is_declared_and_every_202_is_stored_as_sent() {
     let ns = Namespace::new("openapi").await;
     let stores = ns.stores().await;
     let (port, metrics) = (free_port(), free_port());
-    let _writer = ns.spawn(
-        "writer",
-        &[],
-        &[("WRITER_METRICS_ADDR", format!("127.0.0.1:{metrics}")), ("WRITER_DLQ_TOPIC", format!("{}.dlq", ns.name))],
-    );
-    wait_ok(&format!("http://127.0.0.1:{metrics}/healthz")).await;
-    let _ingest = ns.spawn("ingest", &[], &[("INGEST_LISTEN", format!("127.0.0.1:{port}"))]);
+    let writer_env =
+        [("WRITER_METRICS_ADDR", format!("127.0.0.1:{metrics}")), ("WRITER_DLQ_TOPIC", format!("{}.dlq", ns.name))];
+    let _writer = ns.start("writer", &[], &writer_env, metrics, "/healthz").await;
+    let _ingest = ns.start("ingest", &[], &[("INGEST_LISTEN", format!("127.0.0.1:{port}"))], port, "/readyz").await;
     let base = format!("http://127.0.0.1:{port}");
-    wait_ok(&format!("{base}/readyz")).await;
 
     // The document a running ingest serves is the committed one.
     let served = reqwest::get(format!("{base}/openapi.json")).await.expect("GET /openapi.json");

@@ -138,7 +138,7 @@ async fn every_accepted_message_lands_unchanged_in_all_four_stores() {
     ];
     let mut writer = ns.spawn("writer", &[], &env);
     let port = free_port();
-    let _ingest = ns.spawn("ingest", &[], &[("INGEST_LISTEN", format!("127.0.0.1:{port}"))]);
+    let _ingest = ns.start("ingest", &[], &[("INGEST_LISTEN", format!("127.0.0.1:{port}"))], port, "/readyz").await;
     let base = format!("http://127.0.0.1:{port}/v1/messages");
     // Idle connections are dropped before actix's 5 s keep-alive closes them, so a request is
     // never sent on a connection the server is closing at that moment (hyper: IncompleteMessage).
@@ -147,11 +147,6 @@ async fn every_accepted_message_lands_unchanged_in_all_four_stores() {
         .pool_idle_timeout(Duration::from_secs(2))
         .build()
         .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !client.get(format!("http://127.0.0.1:{port}/readyz")).send().await.is_ok_and(|r| r.status() == 200) {
-        assert!(std::time::Instant::now() < deadline, "ingest not ready");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 
     let cases = generate(1200, &ns.name[ns.name.len() - 6..]);
     let answers: Vec<(u16, Value)> = futures::stream::iter(cases.iter().map(|c| {

@@ -21,7 +21,7 @@
 
 use futures::StreamExt;
 use pipeline_common::Message;
-use pipeline_testkit::{exclusive, free_port, wait_for_counts, Child, Namespace};
+use pipeline_testkit::{exclusive, free_port, wait_for_counts, Namespace, Service};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -74,20 +74,10 @@ async fn singles(api: &Api, ids: &[String], body: &str) -> Vec<(String, Option<u
         .await
 }
 
-async fn ready(client: &reqwest::Client, url: &str) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !client.get(url).send().await.is_ok_and(|r| r.status() == 200) {
-        assert!(std::time::Instant::now() < deadline, "{url} not ready");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-fn writer(ns: &Namespace, port: u16) -> Child {
-    ns.spawn(
-        "writer",
-        &[],
-        &[("WRITER_METRICS_ADDR", format!("127.0.0.1:{port}")), ("WRITER_DLQ_TOPIC", format!("{}.dlq", ns.name))],
-    )
+/// A writer, once its /healthz answers on `port`.
+async fn writer(ns: &Namespace, port: u16) -> Service {
+    let env = [("WRITER_METRICS_ADDR", format!("127.0.0.1:{port}")), ("WRITER_DLQ_TOPIC", format!("{}.dlq", ns.name))];
+    ns.start("writer", &[], &env, port, "/healthz").await
 }
 
 #[tokio::test]
@@ -104,12 +94,9 @@ async fn a_reused_id_ends_as_the_last_accepted_version_in_every_store() {
         .build()
         .unwrap();
     // One after the other: two writers migrating a fresh database at once can collide (1062).
-    let mut w1 = writer(&ns, p1);
-    ready(&client, &format!("http://127.0.0.1:{p1}/healthz")).await;
-    let w2 = writer(&ns, p2);
-    ready(&client, &format!("http://127.0.0.1:{p2}/healthz")).await;
-    let _ingest = ns.spawn("ingest", &[], &[("INGEST_LISTEN", format!("127.0.0.1:{port}"))]);
-    ready(&client, &format!("http://127.0.0.1:{port}/readyz")).await;
+    let mut w1 = writer(&ns, p1).await;
+    let w2 = writer(&ns, p2).await;
+    let _ingest = ns.start("ingest", &[], &[("INGEST_LISTEN", format!("127.0.0.1:{port}"))], port, "/readyz").await;
     let api = Api { client, base: format!("http://127.0.0.1:{port}") };
     let mut answers = Vec::new();
 
@@ -130,8 +117,7 @@ async fn a_reused_id_ends_as_the_last_accepted_version_in_every_store() {
     w1.signal("KILL");
     let _ = w1.wait_exit(Duration::from_secs(5));
     let p3 = free_port();
-    let _w1 = writer(&ns, p3);
-    ready(&api.client, &format!("http://127.0.0.1:{p3}/healthz")).await;
+    let _w1 = writer(&ns, p3).await;
     // Two concurrent POSTs.
     let c = ids("c", 40);
     let pairs = c

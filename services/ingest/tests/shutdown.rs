@@ -5,7 +5,7 @@
 use pipeline_testkit::{consume_messages, exclusive, free_port, Namespace};
 use serde_json::json;
 use std::collections::HashSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[tokio::test]
 async fn sigterm_under_load_keeps_every_accepted_message() {
@@ -23,14 +23,9 @@ async fn sigterm_under_load(args: &[&str]) {
     let _g = exclusive().await;
     let ns = Namespace::new("term").await;
     let port = free_port();
-    let mut ingest = ns.spawn("ingest", args, &[("INGEST_LISTEN", format!("127.0.0.1:{port}"))]);
+    let mut ingest = ns.start("ingest", args, &[("INGEST_LISTEN", format!("127.0.0.1:{port}"))], port, "/readyz").await;
     let base = format!("http://127.0.0.1:{port}");
     let client = pipeline_testkit::client_builder().timeout(Duration::from_secs(10)).build().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !client.get(format!("{base}/readyz")).send().await.map(|r| r.status().is_success()).unwrap_or(false) {
-        assert!(Instant::now() < deadline, "ingest not ready");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
     // 32 clients post as fast as they can; SIGTERM arrives in the middle.
     let mut tasks = Vec::new();
     for c in 0..32 {

@@ -15,7 +15,7 @@
 //! resumed: every handshake shows the certificate the ingest serves at that moment.
 
 use pipeline_common::kafka::group_lag;
-use pipeline_testkit::{api_key, bin_path, exclusive, free_port, pki, Child, Namespace, Pki};
+use pipeline_testkit::{api_key, exclusive, free_port, pki, Namespace, Pki, Service};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::json;
@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 struct Ingest {
-    _child: Child,
+    _child: Service,
     port: u16,
     admin: u16,
 }
@@ -42,14 +42,7 @@ async fn ingest(ns: &Namespace, cert: &Path, key: &Path) -> Ingest {
     let mut env =
         vec![("INGEST_LISTEN", format!("127.0.0.1:{port}")), ("INGEST_ADMIN_LISTEN", format!("127.0.0.1:{admin}"))];
     env.extend(tls_env(cert, key));
-    let mut child = ns.spawn("ingest", &[], &env);
-    let health = format!("http://127.0.0.1:{admin}/healthz");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !reqwest::get(&health).await.is_ok_and(|r| r.status() == 200) {
-        assert!(child.0.try_wait().ok().flatten().is_none(), "the ingest exited");
-        assert!(Instant::now() < deadline, "ingest not up");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let child = ns.start("ingest", &[], &env, admin, "/healthz").await;
     Ingest { _child: child, port, admin }
 }
 
@@ -204,25 +197,16 @@ async fn a_client_that_does_not_trust_the_ca_fails_the_handshake() {
 /// Runs the ingest with `env` and expects it to exit non-zero at start; returns its standard
 /// error. No servers are needed: the TLS files are checked before anything else.
 fn refused_at_start(env: &[(&str, String)]) -> String {
-    let mut cmd = std::process::Command::new(bin_path("ingest"));
-    cmd.env("INGEST_LISTEN", "127.0.0.1:0")
-        .env("INGEST_AUTH_KEYS", api_key().keys_file.display().to_string())
-        .env("KAFKA_BROKERS", "127.0.0.1:9")
-        .env("RUST_LOG", "warn")
-        .envs(env.iter().map(|(k, v)| (*k, v)))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped());
-    let mut child = Child(cmd.spawn().expect("spawn the ingest"));
+    let mut all = vec![
+        ("INGEST_LISTEN", "127.0.0.1:0".to_string()),
+        ("INGEST_AUTH_KEYS", api_key().keys_file.display().to_string()),
+        ("KAFKA_BROKERS", "127.0.0.1:9".to_string()),
+        ("RUST_LOG", "warn".to_string()),
+    ];
+    all.extend(env.iter().cloned());
+    let mut child = Service::launch("ingest", &[], &all);
     let status = child.wait_exit(Duration::from_secs(30));
-    if status.is_none() {
-        // Still serving: stop it before reading what it wrote, or the read never ends.
-        let _ = child.0.kill();
-        let _ = child.0.wait();
-    }
-    let mut stderr = String::new();
-    if let Some(mut e) = child.0.stderr.take() {
-        let _ = e.read_to_string(&mut stderr);
-    }
+    let stderr = child.logs();
     match status {
         Some(st) => assert!(!st.success(), "the ingest started: {stderr}"),
         None => panic!("the ingest did not stop within 30 s: it took the files ({stderr})"),

@@ -20,6 +20,7 @@ mod key;
 mod namespace;
 mod pki;
 mod process;
+mod service;
 
 pub use check::*;
 pub use data::*;
@@ -28,6 +29,7 @@ pub use key::*;
 pub use namespace::*;
 pub use pki::*;
 pub use process::*;
+pub use service::*;
 
 /// An async mutex: each `#[tokio::test]` has its own runtime, and tokio's mutex works across them.
 static EXCLUSIVE: Mutex<()> = Mutex::const_new(());

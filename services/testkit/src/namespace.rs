@@ -1,7 +1,7 @@
 //! A private namespace per test on the shared servers, and the environment that points a
 //! service at it.
 
-use crate::{api_key, bin_path, require_servers, Child};
+use crate::{api_key, require_servers};
 use pipeline_common::config::KafkaArgs;
 use pipeline_stores::{Store, StoreArgs, StoreKind};
 use std::sync::Arc;
@@ -78,24 +78,5 @@ impl Namespace {
         let json = serde_json::from_str(stdout.trim())
             .unwrap_or_else(|e| panic!("{e}: {stdout} / {}", String::from_utf8_lossy(&out.stderr)));
         (out.status.code().expect("exit code"), json)
-    }
-
-    /// Starts a workspace binary with this namespace's environment and extra arguments.
-    pub fn spawn(&self, bin: &str, args: &[&str], extra_env: &[(&str, String)]) -> Child {
-        let mut cmd = self.command(bin, args, extra_env);
-        Child(cmd.spawn().unwrap_or_else(|e| panic!("spawn {bin}: {e}")))
-    }
-
-    /// [`Namespace::spawn`] with standard error piped, for a test that reads why it exited.
-    pub fn spawn_piped(&self, bin: &str, args: &[&str], extra_env: &[(&str, String)]) -> Child {
-        let mut cmd = self.command(bin, args, extra_env);
-        Child(cmd.stderr(std::process::Stdio::piped()).spawn().unwrap_or_else(|e| panic!("spawn {bin}: {e}")))
-    }
-
-    fn command(&self, bin: &str, args: &[&str], extra_env: &[(&str, String)]) -> std::process::Command {
-        let mut cmd = std::process::Command::new(bin_path(bin));
-        cmd.args(args).envs(self.env()).env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()));
-        cmd.envs(extra_env.iter().map(|(k, v)| (*k, v)));
-        cmd
     }
 }

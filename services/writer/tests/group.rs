@@ -13,7 +13,7 @@
 
 mod support;
 
-use pipeline_testkit::{exclusive, free_port, Child};
+use pipeline_testkit::{exclusive, free_port, Service};
 use std::time::{Duration, Instant};
 use support::{Run, DRAIN};
 
@@ -43,7 +43,7 @@ async fn settled(run: &Run, ports: &[u16]) {
     }
 }
 
-fn writer(run: &Run, port: u16) -> Child {
+fn writer(run: &Run, port: u16) -> Service {
     run.writer_with_env(&[], &[("WRITER_METRICS_ADDR", &format!("127.0.0.1:{port}"))])
 }
 

@@ -178,16 +178,9 @@ async fn a_store_too_small_for_the_largest_message_stops_the_writer_at_startup()
     let mut run = Run::new("toosmall").await;
     let _redis = run.with_private_redis_set(&["--proto-max-bulk-len", "1mb"]).await;
     let ids = run.produce(50, "ts").await;
-    let mut w = run.ns.spawn_piped("writer", &[], &[("MAX_BODY_BYTES", (1 << 20).to_string())]);
-    // Read while it runs: a full pipe would block a chatty writer before it could exit.
-    let mut pipe = w.0.stderr.take().expect("piped");
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut pipe, &mut s);
-        s
-    });
+    let mut w = run.ns.spawn("writer", &[], &[("MAX_BODY_BYTES", (1 << 20).to_string())]);
     let st = w.wait_exit(Duration::from_secs(60)).expect("the writer exits at startup instead of running");
-    let stderr = reader.join().unwrap_or_default();
+    let stderr = w.logs();
     // The most either largest message needs (the control-character one: six bytes of JSON each).
     let limits = pipeline_common::Limits { max_body_bytes: 1 << 20 };
     let most = pipeline_common::largest::messages(limits).iter().map(|m| m.to_json().len()).max().unwrap_or(0);

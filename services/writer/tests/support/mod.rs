@@ -4,7 +4,9 @@
 
 use pipeline_common::kafka::group_lag;
 use pipeline_stores::Store;
-use pipeline_testkit::{assert_exact_ids, free_port, messages, produce, wait_for_counts, wait_port, Child, Namespace};
+use pipeline_testkit::{
+    assert_exact_ids, free_port, messages, produce, wait_for_counts, wait_port, Child, Namespace, Service,
+};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,12 +25,12 @@ impl Run {
         Run { ns, stores, metrics_port: free_port() }
     }
 
-    pub fn writer(&self, args: &[&str]) -> Child {
+    pub fn writer(&self, args: &[&str]) -> Service {
         self.writer_with_env(args, &[])
     }
 
     /// A writer with extra environment variables (after the namespace's).
-    pub fn writer_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Child {
+    pub fn writer_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Service {
         let mut all = vec![("WRITER_METRICS_ADDR", format!("127.0.0.1:{}", self.metrics_port))];
         all.extend(env.iter().map(|(k, v)| (*k, v.to_string())));
         self.ns.spawn("writer", args, &all)

@@ -248,10 +248,12 @@ pub(super) fn reads_logging(bin: &str) -> bool {
     read(&format!("{}/main.rs", source_dir(bin))).contains("init_tracing()")
 }
 
-/// Every `.route("/path"` a program registers (actix-web), read from its code.
+/// Every `.route("/path"` a program registers (actix-web), read from its code, and those of
+/// `pipeline_common::telemetry::routes` (liveness and metrics) when the program configures them.
 pub(super) fn routes(bin: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let dir = root().join(source_dir(bin));
+    let mut uses_common = false;
     let mut stack = vec![dir];
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())).flatten() {
@@ -260,15 +262,21 @@ pub(super) fn routes(bin: &str) -> BTreeSet<String> {
                 stack.push(p);
             } else if p.extension().is_some_and(|x| x == "rs") {
                 let text = std::fs::read_to_string(&p).expect("source is UTF-8");
-                for piece in text.split(".route(\"").skip(1) {
-                    if let Some(path) = piece.split('"').next().filter(|p| p.starts_with('/')) {
-                        out.insert(path.to_string());
-                    }
-                }
+                uses_common |= text.contains("configure(telemetry::routes)");
+                out.extend(routes_in(&text));
             }
         }
     }
+    if uses_common {
+        out.extend(routes_in(&read("services/common/src/telemetry.rs")));
+    }
     out
+}
+
+fn routes_in(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(".route(\"")
+        .skip(1)
+        .filter_map(|piece| piece.split('"').next().filter(|p| p.starts_with('/')).map(String::from))
 }
 
 pub(super) fn points_at_itself(s: &str) -> bool {

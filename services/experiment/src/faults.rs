@@ -24,6 +24,15 @@ pub(crate) enum Scenario {
     Wipe(StoreKind),
     /// MySQL refusing most messages for good, then `reconcile dlq replay`.
     DlqReplay,
+    /// Hosts in network namespaces: a writer's host cut from everything past the group's
+    /// session, then healed.
+    PartitionWriter,
+    /// A writer's host cut from the broker but not from the stores (a zombie), then healed.
+    ZombieWriter,
+    /// An ingest's host cut from the broker, then healed.
+    PartitionIngest,
+    /// A writer's host cut from one store, then healed.
+    PartitionStore,
 }
 
 impl Scenario {
@@ -34,7 +43,16 @@ impl Scenario {
         out.push(Scenario::Poison);
         out.extend(Scenario::wipes());
         out.push(Scenario::DlqReplay);
+        out.extend(Scenario::PARTITIONS);
         out
+    }
+
+    /// The scenarios on hosts of their own (network namespaces the run makes: root only).
+    pub(crate) const PARTITIONS: [Scenario; 4] =
+        [Scenario::PartitionWriter, Scenario::ZombieWriter, Scenario::PartitionIngest, Scenario::PartitionStore];
+
+    pub(crate) fn on_hosts(&self) -> bool {
+        Scenario::PARTITIONS.contains(self)
     }
 
     /// A wipe for every store but MySQL, the system of record the others are rebuilt from.
@@ -51,11 +69,15 @@ impl Scenario {
             Scenario::Poison => "poison".into(),
             Scenario::Wipe(k) => format!("wipe-{k}"),
             Scenario::DlqReplay => "dlq-replay".into(),
+            Scenario::PartitionWriter => "partition-writer".into(),
+            Scenario::ZombieWriter => "zombie-writer".into(),
+            Scenario::PartitionIngest => "partition-ingest".into(),
+            Scenario::PartitionStore => "partition-store".into(),
         }
     }
 
-    /// `all`, `freeze` (every freeze-*), `wipe` (every wipe-*) or scenario names, in the order
-    /// given, each once.
+    /// `all`, `freeze` (every freeze-*), `wipe` (every wipe-*), `partition` (the four on hosts
+    /// of their own) or scenario names, in the order given, each once.
     pub(crate) fn select(words: &[String]) -> Result<Vec<Scenario>, String> {
         let all = Scenario::all();
         let mut out: Vec<Scenario> = Vec::new();
@@ -64,12 +86,13 @@ impl Scenario {
                 "all" => all.clone(),
                 "freeze" => all.iter().copied().filter(|s| matches!(s, Scenario::Freeze(_))).collect(),
                 "wipe" => all.iter().copied().filter(|s| matches!(s, Scenario::Wipe(_))).collect(),
+                "partition" => Scenario::PARTITIONS.to_vec(),
                 name => match all.iter().find(|s| s.name() == name) {
                     Some(s) => vec![*s],
                     None => {
                         let known: Vec<String> = all.iter().map(Scenario::name).collect();
                         return Err(format!(
-                            "unknown scenario {name} (known: {}, freeze, wipe, all)",
+                            "unknown scenario {name} (known: {}, freeze, wipe, partition, all)",
                             known.join(", ")
                         ));
                     }
@@ -122,7 +145,10 @@ mod tests {
             assert!(names.contains(&format!("freeze-{k}")), "{names:?}");
             assert_eq!(names.contains(&format!("wipe-{k}")), k != StoreKind::Mysql, "{names:?}");
         }
-        assert_eq!(names.len(), 5 + StoreKind::ALL.len() * 2 - 1);
+        assert_eq!(names.len(), 5 + StoreKind::ALL.len() * 2 - 1 + 4);
+        for n in ["partition-writer", "zombie-writer", "partition-ingest", "partition-store"] {
+            assert!(names.contains(&n.to_string()), "{names:?}");
+        }
     }
 
     #[test]
@@ -142,5 +168,8 @@ mod tests {
         assert_eq!(got.last(), Some(&Scenario::Poison));
         assert!(Scenario::select(&words("freeze-nothing")).unwrap_err().contains("unknown scenario"));
         assert_eq!(Scenario::select(&words("all")).expect("all"), Scenario::all());
+        let parts = Scenario::select(&words("partition,zombie-writer")).expect("partition");
+        assert_eq!(parts, Scenario::PARTITIONS.to_vec());
+        assert!(parts.iter().all(Scenario::on_hosts) && !Scenario::Poison.on_hosts());
     }
 }

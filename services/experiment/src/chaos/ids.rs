@@ -1,8 +1,9 @@
 //! A scenario's id-level verdict, in one place. Every k6 run's id log is checked against its
 //! summary and written out as plain id files by `reconcile ids` (the one reader of that
 //! format); with one k6 run and nothing else reconcile reads the k6 summary itself (`count
-//! --expect-from`); with several runs or the poison corpus their id sets are united into
-//! `expected-{accepted,uncertain,refused}.ids` for `reconcile diff --ids --uncertain`.
+//! --expect-from`); with several runs, the poison corpus or re-posted ids (`versions.rs`) their
+//! id sets are united into `expected-{accepted,uncertain,refused}.ids` for `reconcile diff --ids
+//! --uncertain`.
 
 use super::stage::{Stage, DRAIN_S};
 use std::collections::BTreeSet;
@@ -43,9 +44,13 @@ impl Stage<'_> {
                 sets[i].extend(read_ids(&dir.join(format!("ids-{tag}.{class}.ids"))).unwrap_or_default());
             }
         }
-        let poison = dir.join("poison-accepted.ids").exists();
+        // The id sets a scenario writes itself, beside k6's: the poison corpus, the re-posted ids.
+        let own = ["poison", "versions"];
+        let poison = own.iter().any(|o| dir.join(format!("{o}-accepted.ids")).exists());
         for (i, class) in CLASSES.iter().enumerate() {
-            sets[i].extend(read_ids(&dir.join(format!("poison-{class}.ids"))).unwrap_or_default());
+            for o in own {
+                sets[i].extend(read_ids(&dir.join(format!("{o}-{class}.ids"))).unwrap_or_default());
+            }
         }
         let [acc, unc, refused] = sets;
         let unc: BTreeSet<String> = unc.difference(&acc).cloned().collect();

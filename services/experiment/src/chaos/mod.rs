@@ -11,16 +11,28 @@
 //! machine (the load lock, shared with the experiment). Evidence per scenario in OUT/<scenario>/:
 //! k6 summaries and id logs, expected id files, reconcile JSON, monitor samples, /metrics
 //! snapshots, scenario.json (events, checks, notes), row.json, process logs; OUT/table.txt.
+//!
+//! The partition scenarios (`partitions.rs`) run their two ingests and three writers on hosts of
+//! their own, network namespaces the run makes and removes (`net.rs`: the bridge, the veths, the
+//! cuts; `hosts.rs`: the relays to the servers), and cut links between them and the servers
+//! instead of killing processes; they also post a few ids again and again (`versions.rs`), so
+//! that an old version landing over a newer one would show, and read their cuts' verdicts from
+//! the monitor's samples (`cuts.rs`). They need root and iproute2.
 
+mod cuts;
 mod freeze;
+mod hosts;
 mod ids;
 mod monitor;
+mod net;
+mod partitions;
 mod poison;
 mod record;
 mod scenarios;
 mod sizes;
 mod stage;
 mod verdict;
+mod versions;
 
 use crate::faults::Scenario;
 use anyhow::Context;
@@ -34,13 +46,15 @@ use tracing::info;
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct ChaosArgs {
     /// Scenarios, comma separated: names, `freeze` (every freeze-STORE), `wipe` (every
-    /// wipe-STORE) or `all`. `experiment chaos --list` prints them.
+    /// wipe-STORE), `partition` (partition-writer, zombie-writer, partition-ingest,
+    /// partition-store: root only) or `all`. `experiment chaos --list` prints them.
     #[arg(long, value_delimiter = ',', default_value = "all")]
     pub scenarios: Vec<String>,
     /// Print the scenarios, one per line, and exit.
     #[arg(long)]
     pub list: bool,
-    /// The CI version: one kill, one join/leave, 5 s freezes, small loads (~5 min in all).
+    /// The CI version: one kill, one join/leave, 5 s freezes, one cut of each partition scenario,
+    /// small loads (~12 min in all, ~5 of them the partition scenarios).
     #[arg(long)]
     pub short: bool,
     /// writer-kill: how many kills (default 10, short 1).
@@ -53,12 +67,19 @@ pub(crate) struct ChaosArgs {
     /// The store namespace of the run (see the module's isolation note).
     #[arg(long, env = "CHAOS_NAMESPACE", default_value = "chaos")]
     pub namespace: String,
-    /// Where each scenario's ingest listens (127.0.0.1).
+    /// Where each scenario's ingest listens (127.0.0.1; in the partition scenarios, its host's
+    /// address).
     #[arg(long, env = "CHAOS_INGEST_PORT", default_value_t = 28180)]
     pub ingest_port: u16,
-    /// Metrics ports of the scenario's writers (127.0.0.1), at least three, comma separated.
+    /// Metrics ports of the scenario's writers (127.0.0.1; in the partition scenarios, their hosts'
+    /// addresses), at least three, comma separated.
     #[arg(long, env = "CHAOS_WRITER_PORTS", value_delimiter = ',', default_value = "29464,29465,29466")]
     pub writer_ports: Vec<u16>,
+    /// The private /24 of the partition scenarios' hosts (A.B.C.0/24): the bridge br-chaos takes
+    /// .1, the hosts (namespaces chaos-w1 ... chaos-ingest-b) .11 to .15. Must not be routed here
+    /// already.
+    #[arg(long, env = "CHAOS_HOSTS_SUBNET", default_value = "10.77.0.0/24")]
+    pub hosts_subnet: net::Subnet,
     /// Evidence folder (default k6/out/chaos-<time>).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -88,6 +109,7 @@ pub(crate) struct Setting {
     pub writer_ports: Vec<u16>,
     pub sizes: Sizes,
     pub restart_delay_s: u64,
+    pub hosts_subnet: net::Subnet,
 }
 
 /// Runs the selected scenarios; true when every verdict is exact and every check passed.
@@ -140,13 +162,15 @@ pub(crate) async fn run(args: &ChaosArgs) -> Result<bool, crate::run::RunError> 
         writer_ports: args.writer_ports.clone(),
         sizes: Sizes::new(args.short, args.kills),
         restart_delay_s: args.restart_delay,
+        hosts_subnet: args.hosts_subnet,
     };
     info!("namespace {}; {} scenarios; evidence in {}", args.namespace, selected.len(), out.display());
     info!("writer restart delay after SIGKILL: {} s", set.restart_delay_s);
     let t0 = std::time::Instant::now();
     let mut rows = Vec::new();
     for scenario in selected {
-        let mut stage = stage::Stage::begin(&set, &scenario.name()).await.map_err(|e| anyhow::anyhow!(e.0))?;
+        let mut stage =
+            stage::Stage::begin(&set, &scenario.name(), scenario.on_hosts()).await.map_err(|e| anyhow::anyhow!(e.0))?;
         if !stage.is_aborted() {
             let _ = scenarios::run(&mut stage, scenario).await;
         }

@@ -6,7 +6,9 @@
 //! `high` the high watermark (what the ingest produced); `w` holds the writer metric families the
 //! chaos verdicts read, and the 1 s and +Inf buckets of `writer_store_write_seconds` (their
 //! difference counts writes slower than 1 s: a stalled store shows there), scraped from each
-//! writer's `/metrics` (a writer that is down is absent). The Kafka client is the one every
+//! writer's `/metrics` (a writer that is down, or whose host is cut off, is absent; the writers
+//! are scraped concurrently, so one that does not answer delays a sample by the scrape timeout
+//! at most, not once per writer). The Kafka client is the one every
 //! binary builds from `KafkaArgs` (`pipeline_common::kafka::GroupProbe`). The samples are also
 //! kept in memory: a scenario waits on them for the pipeline to recover before its next fault.
 
@@ -22,7 +24,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// The families kept from each writer's `/metrics`.
-const FAMILIES: [&str; 11] = [
+const FAMILIES: [&str; 13] = [
     "writer_store_retries_total",
     "writer_store_errors_total",
     "writer_pool_rejected_total",
@@ -34,6 +36,10 @@ const FAMILIES: [&str; 11] = [
     "writer_dlq_records_total",
     "writer_consumer_failures_total",
     "pipeline_process_info",
+    // The partition scenarios: which writer owned partitions when its host was cut, and whether
+    // it owns any again after the heal; what a zombie stored after it lost the broker.
+    "writer_assigned_partitions",
+    "writer_store_records_total",
 ];
 
 /// Seconds since the epoch: the clock of the samples, and of the events they are set against.
@@ -76,9 +82,14 @@ pub(super) struct Monitor {
 }
 
 impl Monitor {
-    /// Samples `kafka`'s group and topic and the writers on `writers` (ports on 127.0.0.1)
-    /// into `out`, every `every`.
-    pub(super) fn start(kafka: &KafkaArgs, out: &Path, writers: Vec<u16>, every: Duration) -> anyhow::Result<Monitor> {
+    /// Samples `kafka`'s group and topic and the writers `writers` (`(key, http://host:port)`:
+    /// the key, the writer's metrics port, names its series in `w`) into `out`, every `every`.
+    pub(super) fn start(
+        kafka: &KafkaArgs,
+        out: &Path,
+        writers: Vec<(String, String)>,
+        every: Duration,
+    ) -> anyhow::Result<Monitor> {
         let probe = Arc::new(GroupProbe::new(kafka, &kafka.group, &kafka.topic)?);
         let http = reqwest::Client::builder().timeout(Duration::from_secs(1)).build()?;
         let mut file = std::fs::OpenOptions::new().create(true).append(true).open(out)?;
@@ -116,7 +127,7 @@ impl Monitor {
     }
 }
 
-async fn sample(probe: &Arc<GroupProbe>, http: &reqwest::Client, writers: &[u16]) -> Sample {
+async fn sample(probe: &Arc<GroupProbe>, http: &reqwest::Client, writers: &[(String, String)]) -> Sample {
     let t = now();
     let mut s = Sample { t: (t * 1000.0).round() / 1000.0, ..Sample::default() };
     let p = probe.clone();
@@ -128,12 +139,12 @@ async fn sample(probe: &Arc<GroupProbe>, http: &reqwest::Client, writers: &[u16]
         Ok(Err(e)) => s.error = Some(e),
         Err(e) => s.error = Some(e.to_string()),
     }
-    for port in writers {
-        let url = format!("http://127.0.0.1:{port}/metrics");
-        if let Ok(body) = async { http.get(&url).send().await?.error_for_status()?.text().await }.await {
-            s.w.insert(port.to_string(), kept(&body));
-        }
-    }
+    let scrapes = writers.iter().map(|(key, base)| async move {
+        let url = format!("{base}/metrics");
+        let body = async { http.get(&url).send().await?.error_for_status()?.text().await }.await;
+        body.ok().map(|b| (key.clone(), kept(&b)))
+    });
+    s.w.extend(futures::future::join_all(scrapes).await.into_iter().flatten());
     s
 }
 

@@ -24,6 +24,21 @@ pub(super) enum EventKind {
     NeedBacklog,
     /// Note the lag at this moment.
     Lag,
+    /// A link of one host cut (`cut` says which host and what); [`EventKind::CutEnd`] heals it.
+    CutStart,
+    CutEnd,
+}
+
+/// What a cut took from one host (a network namespace of the partition scenarios).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct CutInfo {
+    /// The process on the host: `w1`, `ingest-a`, ...
+    pub host: String,
+    /// The writer's metrics port, when the host runs a writer (the key of its monitor samples).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_port: Option<u16>,
+    /// `all` (every packet), `kafka`, or a store's name: the one server the host lost.
+    pub what: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -34,6 +49,8 @@ pub(super) struct Event {
     pub label: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<Progress>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut: Option<CutInfo>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

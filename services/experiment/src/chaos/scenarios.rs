@@ -21,6 +21,9 @@ pub(super) async fn run(stage: &mut Stage<'_>, scenario: Scenario) -> Step {
         Scenario::Poison => poison(stage).await,
         Scenario::Wipe(k) => wipe(stage, k).await,
         Scenario::DlqReplay => dlq_replay(stage).await,
+        Scenario::PartitionWriter | Scenario::ZombieWriter | Scenario::PartitionIngest | Scenario::PartitionStore => {
+            super::partitions::run(stage, scenario).await
+        }
     }
 }
 

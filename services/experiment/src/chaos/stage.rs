@@ -4,7 +4,9 @@
 //! the load, reconciles, checks that nothing crashed and that the writers exit 0 on SIGTERM, and
 //! writes the row.
 
+use super::hosts::Hosts;
 use super::monitor::{now, Monitor};
+use super::record::CutInfo;
 use super::verdict::{self, Check, Event, EventKind, Progress, Record, Row};
 use super::Setting;
 use crate::procs::{self, Launch, ProcError, Service};
@@ -43,8 +45,12 @@ pub(super) struct Stage<'a> {
     /// What every process of the scenario gets: the namespace's stores, topic, group, DLQ.
     pub child_env: Vec<(String, String)>,
     pub ingest_url: String,
+    /// More environment for every writer this scenario starts (a partition scenario's stall
+    /// watch).
+    pub writer_env: Vec<(String, String)>,
     writers: BTreeMap<String, Service>,
-    ingest: Option<Service>,
+    /// By name: `ingest` on 127.0.0.1, or the partition scenarios' `ingest-a` and `ingest-b`.
+    ingests: BTreeMap<String, Service>,
     k6: BTreeMap<String, Child>,
     monitor: Option<Monitor>,
     pub record: Record,
@@ -52,11 +58,16 @@ pub(super) struct Stage<'a> {
     /// A wipe scenario: the store `finish` repairs before the final reconcile.
     pub repair: Option<StoreKind>,
     last_event: f64,
+    /// A partition scenario's hosts: a writer or ingest named after one runs there. Declared
+    /// last, so that on a drop (an interrupt) the processes are killed before their namespaces
+    /// go.
+    pub hosts: Option<Hosts>,
 }
 
 impl<'a> Stage<'a> {
-    /// A new topic, group and dead-letter topic; the namespace's stores reset; the monitor on.
-    pub(super) async fn begin(set: &'a Setting, name: &str) -> Result<Stage<'a>, Abort> {
+    /// A new topic, group and dead-letter topic; the namespace's stores reset; with `hosts`, the
+    /// partition scenarios' hosts built; the monitor on.
+    pub(super) async fn begin(set: &'a Setting, name: &str, hosts: bool) -> Result<Stage<'a>, Abort> {
         let dir = set.out.join(name);
         std::fs::create_dir_all(&dir).map_err(|e| Abort(format!("cannot create {}: {e}", dir.display())))?;
         let mut kafka = set.kafka.clone();
@@ -77,22 +88,24 @@ impl<'a> Stage<'a> {
             dir,
             kafka,
             child_env,
+            writer_env: Vec::new(),
             writers: BTreeMap::new(),
-            ingest: None,
+            ingests: BTreeMap::new(),
             k6: BTreeMap::new(),
             monitor: None,
             record: Record { scenario: name.into(), ..Record::default() },
             aborted: false,
             repair: None,
             last_event: now(),
+            hosts: None,
         };
-        if let Err(Abort(why)) = stage.setup().await {
+        if let Err(Abort(why)) = stage.setup(hosts).await {
             stage.abort(why);
         }
         Ok(stage)
     }
 
-    async fn setup(&mut self) -> Step {
+    async fn setup(&mut self, hosts: bool) -> Step {
         pipeline_common::kafka::ensure_topic(&self.kafka, &self.kafka.topic, self.kafka.partitions)
             .await
             .map_err(|e| Abort(format!("cannot create topic {}: {e}", self.kafka.topic)))?;
@@ -100,13 +113,22 @@ impl<'a> Stage<'a> {
         if code != Some(0) {
             return Err(Abort(format!("reconcile reset exited {code:?} (see reset.log)")));
         }
-        let monitor = Monitor::start(
-            &self.kafka,
-            &self.dir.join("monitor.jsonl"),
-            self.set.writer_ports.clone(),
-            Duration::from_millis(500),
-        )
-        .map_err(|e| Abort(format!("monitor: {e:#}")))?;
+        if hosts {
+            let h = Hosts::build(&self.set.stores, &self.kafka, self.set.hosts_subnet)
+                .await
+                .map_err(|e| Abort(format!("cannot build the hosts (root and iproute2 needed): {e}")))?;
+            for s in h.stale() {
+                self.note(format!("removed what a killed run left: {s}"));
+            }
+            self.hosts = Some(h);
+        }
+        let writers = (0..self.set.writer_ports.len()).map(|slot| {
+            let (port, base) = (self.set.writer_ports[slot], self.writer_base(slot));
+            (port.to_string(), base)
+        });
+        let monitor =
+            Monitor::start(&self.kafka, &self.dir.join("monitor.jsonl"), writers.collect(), Duration::from_millis(500))
+                .map_err(|e| Abort(format!("monitor: {e:#}")))?;
         self.monitor = Some(monitor);
         Ok(())
     }
@@ -140,7 +162,60 @@ impl<'a> Stage<'a> {
 
     pub(super) fn event(&mut self, kind: EventKind, label: &str, progress: Option<Progress>) {
         self.last_event = now();
-        self.record.events.push(Event { t: self.last_event, kind, label: label.into(), progress });
+        self.record.events.push(Event { t: self.last_event, kind, label: label.into(), progress, cut: None });
+    }
+
+    /// A cut's start or end, with what it took from which host (the verdict's `cuts` reads it).
+    pub(super) fn cut_event(&mut self, kind: EventKind, label: &str, cut: CutInfo) {
+        self.last_event = now();
+        self.record.events.push(Event {
+            t: self.last_event,
+            kind,
+            label: label.into(),
+            progress: None,
+            cut: Some(cut),
+        });
+    }
+
+    /// The host writer `slot` runs on in a partition scenario (`w1`, `w2`, `w3`).
+    pub(super) fn writer_host(slot: usize) -> String {
+        format!("w{}", slot + 1)
+    }
+
+    /// Where writer `slot` serves /metrics: on its host's address in a partition scenario.
+    pub(super) fn writer_base(&self, slot: usize) -> String {
+        let ip = self.host_ip(&Stage::writer_host(slot)).unwrap_or_else(|| "127.0.0.1".into());
+        format!("http://{ip}:{}", self.set.writer_ports[slot])
+    }
+
+    fn host_ip(&self, name: &str) -> Option<String> {
+        Some(self.hosts.as_ref()?.host(name)?.ip.to_string())
+    }
+
+    /// The base URL of ingest `name` (`ingest`: the one on 127.0.0.1).
+    pub(super) fn ingest_base(&self, name: &str) -> String {
+        match self.host_ip(name) {
+            Some(ip) => format!("http://{ip}:{}", self.set.ingest_port),
+            None => self.ingest_url.clone(),
+        }
+    }
+
+    /// The latest monitor samples that carry offsets.
+    pub(super) fn samples(&self) -> Vec<super::monitor::Sample> {
+        self.monitor.as_ref().map(Monitor::samples).unwrap_or_default()
+    }
+
+    /// The program and arguments that start `bin` as process `name`: on its host when the
+    /// scenario has one of that name, with the host's environment added to `env`.
+    fn launcher(&self, name: &str, bin: &std::path::Path, env: &mut Vec<(String, String)>) -> (PathBuf, Vec<String>) {
+        match self.hosts.as_ref().and_then(|h| Some((h.exec(name)?, h.env()))) {
+            Some(((prog, mut args), host_env)) => {
+                env.extend(host_env.iter().cloned());
+                args.push(bin.display().to_string());
+                (PathBuf::from(prog), args)
+            }
+            None => (bin.to_path_buf(), Vec::new()),
+        }
     }
 
     /// Until every partition that lagged at the last event has moved again (so the next fault
@@ -162,14 +237,16 @@ impl<'a> Stage<'a> {
     pub(super) async fn start_writer(&mut self, name: &str, slot: usize) -> Step {
         let port = self.set.writer_ports[slot];
         let mut env = self.child_env.clone();
-        env.push(("WRITER_METRICS_ADDR".into(), format!("127.0.0.1:{port}")));
-        let (bin, log, base) =
-            (self.set.bins.join("writer"), self.dir.join(format!("{name}.log")), format!("http://127.0.0.1:{port}"));
+        let ip = self.host_ip(name).unwrap_or_else(|| "127.0.0.1".into());
+        let (log, base) = (self.dir.join(format!("{name}.log")), format!("http://{ip}:{port}"));
+        let (bin, args) = self.launcher(name, &self.set.bins.join("writer"), &mut env);
+        env.push(("WRITER_METRICS_ADDR".into(), format!("{ip}:{port}")));
+        env.extend(self.writer_env.iter().cloned());
         for attempt in 1..=3 {
             let launch = Launch {
                 name,
                 bin: &bin,
-                args: &[],
+                args: &args,
                 env: &env,
                 log: &log,
                 base: &base,
@@ -197,15 +274,25 @@ impl<'a> Stage<'a> {
     }
 
     pub(super) async fn start_ingest(&mut self) -> Step {
+        self.start_ingest_named("ingest", None).await
+    }
+
+    /// Starts ingest `name` (on its host in a partition scenario) with version number `id`.
+    pub(super) async fn start_ingest_named(&mut self, name: &str, id: Option<u16>) -> Step {
         let mut env = self.child_env.clone();
-        env.push(("INGEST_LISTEN".into(), format!("127.0.0.1:{}", self.set.ingest_port)));
+        let (bin, args) = self.launcher(name, &self.set.bins.join("ingest"), &mut env);
+        let ip = self.host_ip(name).unwrap_or_else(|| "127.0.0.1".into());
+        env.push(("INGEST_LISTEN".into(), format!("{ip}:{}", self.set.ingest_port)));
+        if let Some(id) = id {
+            env.push(("INGEST_ID".into(), id.to_string()));
+        }
         env.extend(crate::paths::lab_key_env(&self.set.root));
-        let (bin, log) = (self.set.bins.join("ingest"), self.dir.join("ingest.log"));
-        let base = self.ingest_url.clone();
+        let log = self.dir.join(format!("{name}.log"));
+        let base = self.ingest_base(name);
         let launch = Launch {
-            name: "ingest",
+            name,
             bin: &bin,
-            args: &[],
+            args: &args,
             env: &env,
             log: &log,
             base: &base,
@@ -214,7 +301,7 @@ impl<'a> Stage<'a> {
         };
         match procs::start(&self.set.http, launch).await {
             Ok(s) => {
-                self.ingest = Some(s);
+                self.ingests.insert(name.into(), s);
                 Ok(())
             }
             Err(e) => Err(self.abort(format!("ingest not ready at {base}: {e}"))),
@@ -229,7 +316,7 @@ impl<'a> Stage<'a> {
 
     /// SIGKILL the ingest (the fault): it must have been alive until then.
     pub(super) async fn kill_ingest(&mut self) {
-        let s = self.ingest.take();
+        let s = self.ingests.remove("ingest");
         self.kill("ingest", s).await;
     }
 
@@ -272,11 +359,8 @@ impl<'a> Stage<'a> {
 
     /// `/metrics` of every running writer and the ingest, as `metrics-LABEL-NAME.txt`.
     pub(super) async fn snapshot(&self, label: &str) {
-        let mut targets: Vec<(String, String)> =
-            self.writers.iter().map(|(n, s)| (n.clone(), s.base.clone())).collect();
-        if self.ingest.is_some() {
-            targets.push(("ingest".into(), self.ingest_url.clone()));
-        }
+        let targets: Vec<(String, String)> =
+            self.writers.iter().chain(self.ingests.iter()).map(|(n, s)| (n.clone(), s.base.clone())).collect();
         for (name, base) in targets {
             if let Ok(r) = self.set.http.get(format!("{base}/metrics")).send().await {
                 if let Ok(body) = r.text().await {
@@ -288,10 +372,22 @@ impl<'a> Stage<'a> {
 
     /// A k6 run in the background: summary `k6-TAG.json`, id log `k6-TAG.ids`.
     pub(super) fn k6_start(&mut self, tag: &str, script: &str, secs: u64, vars: &[(&str, String)]) -> Step {
+        let url = self.ingest_url.clone();
+        self.k6_start_at(tag, &url, script, secs, vars)
+    }
+
+    /// The same against the ingest at `url`.
+    pub(super) fn k6_start_at(
+        &mut self,
+        tag: &str,
+        url: &str,
+        script: &str,
+        secs: u64,
+        vars: &[(&str, String)],
+    ) -> Step {
         let summary = self.dir.join(format!("k6-{tag}.json"));
         let ids = self.dir.join(format!("k6-{tag}.ids"));
-        let mut env =
-            crate::k6::base_env(&self.set.root, &self.ingest_url, &summary, &ids, &format!("{}{tag}", self.set.run_id));
+        let mut env = crate::k6::base_env(&self.set.root, url, &summary, &ids, &format!("{}{tag}", self.set.run_id));
         env.push(("DURATION".into(), format!("{secs}s")));
         env.extend(vars.iter().map(|(k, v)| (k.to_string(), v.clone())));
         let log = self.dir.join(format!("k6-{tag}.log"));
@@ -306,8 +402,14 @@ impl<'a> Stage<'a> {
 
     /// The open loop at `rate` requests/s for `secs`.
     pub(super) fn open_loop(&mut self, tag: &str, secs: u64, rate: u32) -> Step {
-        let vars = [("RATE", rate.to_string()), ("PRE_VUS", "20".into()), ("MAX_VUS", "200".into())];
-        self.k6_start(tag, "k6/open-loop.js", secs, &vars)
+        let url = self.ingest_url.clone();
+        self.open_loop_at(tag, &url, secs, rate, 200)
+    }
+
+    /// The open loop against the ingest at `url`, with at most `max_vus` requests in flight.
+    pub(super) fn open_loop_at(&mut self, tag: &str, url: &str, secs: u64, rate: u32, max_vus: u32) -> Step {
+        let vars = [("RATE", rate.to_string()), ("PRE_VUS", "20".into()), ("MAX_VUS", max_vus.to_string())];
+        self.k6_start_at(tag, url, "k6/open-loop.js", secs, &vars)
     }
 
     /// Waits for k6 run `tag`; it must have written its summary, which is returned.
@@ -383,8 +485,10 @@ impl<'a> Stage<'a> {
             let exited = self.writers.get_mut(n).and_then(Service::exited);
             self.check_alive(n, exited);
         }
-        if let Some(exited) = self.ingest.as_mut().map(Service::exited) {
-            self.check_alive("ingest", exited);
+        let ingests: Vec<String> = self.ingests.keys().cloned().collect();
+        for n in &ingests {
+            let exited = self.ingests.get_mut(n).and_then(Service::exited);
+            self.check_alive(n, exited);
         }
         if let Some(m) = self.monitor.take() {
             m.stop().await;
@@ -393,8 +497,12 @@ impl<'a> Stage<'a> {
             let (clean, how) = self.stop_writer(n).await;
             self.check(clean, &format!("{n} exits 0 on SIGTERM"), if clean { "" } else { &how });
         }
-        if let Some(s) = self.ingest.take() {
+        for (_, s) in std::mem::take(&mut self.ingests) {
             s.stop(Duration::from_secs(30)).await;
+        }
+        if let Some(h) = &self.hosts {
+            // Evidence that each host's traffic went through the relays, i.e. over its link.
+            let _ = std::fs::write(self.dir.join("hosts.txt"), h.connections().join("\n") + "\n");
         }
         let _ = crate::round::write_json(&self.dir.join("scenario.json"), &self.record);
         let row = verdict::row(&self.dir, &self.record);

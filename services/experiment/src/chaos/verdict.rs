@@ -253,6 +253,9 @@ pub(super) fn row(dir: &Path, record: &Record) -> Row {
         row.recoveries.iter().filter_map(|r| r.recover_s).fold(None, |m, x| Some(m.map_or(x, |m: f64| m.max(x))));
     let (notes, mut checks) = freeze_notes(&samples, events);
     row.notes.extend(notes);
+    let (notes, cut_checks) = super::cuts::notes(&samples, events);
+    row.notes.extend(notes);
+    checks.extend(cut_checks);
     for e in events {
         let s = at_or_before(&samples, e.t);
         match e.kind {

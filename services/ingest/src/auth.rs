@@ -25,7 +25,6 @@ use pipeline_common::catalog;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
 use subtle::ConstantTimeEq;
 
 /// The key a request was accepted with ("none" when the ingest runs without keys), and its
@@ -205,28 +204,7 @@ impl Auth {
     /// runtime stops.
     pub async fn watch(self: Arc<Auth>) {
         let Some(path) = self.path.clone() else { return };
-        let stamp =
-            |p: &Path| std::fs::metadata(p).ok().map(|m| (m.modified().unwrap_or(SystemTime::UNIX_EPOCH), m.len()));
-        let mut seen = stamp(&path);
-        let mut hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                tracing::warn!(error = %e, "no SIGHUP handler: the keys file is reloaded when it changes only");
-                None
-            }
-        };
-        let mut tick = tokio::time::interval(Duration::from_secs(2));
-        loop {
-            let signalled = tokio::select! {
-                _ = tick.tick() => false,
-                Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => true,
-            };
-            let now = stamp(&path);
-            if signalled || now != seen {
-                seen = now;
-                self.reload();
-            }
-        }
+        crate::reload::watch(vec![path], crate::reload::Settle::AtOnce, "the keys file is", || self.reload()).await
     }
 
     /// The key a request's `Authorization: Bearer` token names.

@@ -20,6 +20,7 @@ pub(crate) mod limits;
 pub mod openapi;
 pub(crate) mod partitions;
 pub(crate) mod ready;
+pub(crate) mod reload;
 pub(crate) mod ring;
 pub(crate) mod routes;
 pub mod startup;

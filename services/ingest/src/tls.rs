@@ -30,7 +30,6 @@ use rustls::ServerConfig;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
 use time::OffsetDateTime;
 
 /// Why a certificate and key pair is refused. Each names the file and what is wrong with it.
@@ -240,44 +239,8 @@ impl Certificates {
     /// (a symlink), and the modification time followed is the new files'. Runs until the runtime
     /// stops.
     pub(crate) async fn watch(self: Arc<Certificates>) {
-        let stamp =
-            |p: &Path| std::fs::metadata(p).ok().map(|m| (m.modified().unwrap_or(SystemTime::UNIX_EPOCH), m.len()));
-        let stamps = || (stamp(&self.cert), stamp(&self.key));
-        let mut seen = stamps();
-        let mut pending = None;
-        let mut hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                tracing::warn!(error = %e, "no SIGHUP handler: the TLS files are reloaded when they change only");
-                None
-            }
-        };
-        let mut tick = tokio::time::interval(Duration::from_secs(2));
-        loop {
-            let hangup = async {
-                match hup.as_mut() {
-                    Some(h) => h.recv().await,
-                    None => std::future::pending().await,
-                }
-            };
-            let signalled = tokio::select! {
-                _ = tick.tick() => false,
-                Some(()) = hangup => true,
-            };
-            let now = stamps();
-            if signalled {
-                (seen, pending) = (now, None);
-                self.reload();
-            } else if now != seen {
-                // Changed since the last load: wait until it stops changing.
-                if pending.as_ref() == Some(&now) {
-                    (seen, pending) = (now, None);
-                    self.reload();
-                } else {
-                    pending = Some(now);
-                }
-            }
-        }
+        let paths = vec![self.cert.clone(), self.key.clone()];
+        crate::reload::watch(paths, crate::reload::Settle::OneLook, "the TLS files are", || self.reload()).await
     }
 }
 

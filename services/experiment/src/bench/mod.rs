@@ -58,6 +58,10 @@ pub(crate) struct BenchArgs {
     /// ingest accepts faster than the stores write and the backlog drains after k6 stops.
     #[arg(long, default_value_t = 900)]
     pub drain_timeout: u64,
+    /// Skip the servers' warm-up and the unmeasured warming round before the first pipeline run
+    /// (see `experiment --help`): for a check that the bench runs (CI), not for figures.
+    #[arg(long)]
+    pub no_warm_servers: bool,
     /// Label the run a profiling run (perf attached by hand): not an acceptance run.
     #[arg(long)]
     pub profiling: bool,
@@ -137,7 +141,11 @@ pub(crate) async fn run(args: &BenchArgs) -> anyhow::Result<bool> {
     let defaults = crate::args::run_defaults()?;
     let inner =
         Common { no_build: true, no_stack: true, bin_dir: Some(bins.clone()), k6: Some(k6.clone()), ..common.clone() };
-    let experiment = |name: &str, load: LoadKind, vus: u32, rates: Option<Vec<u32>>| RunArgs {
+    // The servers are warmed (and a warming round run) before the first pipeline run only: the
+    // later runs follow a whole measured run of the same servers, which is what the warming
+    // round stands in for.
+    let mut warm = !args.no_warm_servers;
+    let mut experiment = |name: &str, load: LoadKind, vus: u32, rates: Option<Vec<u32>>| RunArgs {
         policies: Some(vec!["default".into()]),
         rounds: Some(1),
         load: Some(load),
@@ -149,6 +157,7 @@ pub(crate) async fn run(args: &BenchArgs) -> anyhow::Result<bool> {
         drain_timeout: Some(args.drain_timeout),
         out: Some(out.join(name)),
         no_timing_gates: args.no_timing_gates,
+        no_warm_servers: !std::mem::replace(&mut warm, false),
         common: inner.clone(),
         ..defaults.clone()
     };

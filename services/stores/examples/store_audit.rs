@@ -26,7 +26,7 @@ async fn main() -> anyhow::Result<()> {
     let kind: StoreKind =
         clap::ValueEnum::from_str(argv.first().ok_or_else(usage)?, true).map_err(|e| anyhow::anyhow!("store: {e}"))?;
     let mut args = StoreArgs::from_env();
-    pipeline_stores::isolate(&mut args, "t_scale", pipeline_stores::Slot::Tests).await?;
+    pipeline_stores::isolate(&mut args, "t_scale", pipeline_stores::Slot::Examples).await?;
     let store = pipeline_stores::connect(&args, &[kind]).await?.remove(0);
     store.prepare().await?;
     let pid = |i: usize| argv.get(i).map(|p| p.parse::<u32>()).transpose();

@@ -25,7 +25,7 @@ async fn main() -> anyhow::Result<()> {
     let mut args = StoreArgs::from_env();
     // `t_` like the tests' namespaces, so `scripts/test` drops what is left of it.
     let ns = format!("t_bench_{}", std::process::id());
-    pipeline_stores::isolate(&mut args, &ns, pipeline_stores::Slot::Tests).await?;
+    pipeline_stores::isolate(&mut args, &ns, pipeline_stores::Slot::Examples).await?;
     let store = pipeline_stores::connect(&args, &[kind]).await?.remove(0);
     store.prepare().await?;
     store.reset().await?;

@@ -246,15 +246,36 @@ pub trait Fixture: Backend {
     async fn isolate(args: &mut Self::Args, namespace: &str, slot: Slot) -> Result<(), StoreError>;
 }
 
-/// Which numbered namespace a kind of caller owns in stores that cannot name one (Redis: the
-/// database number). The values are fixed so that two kinds never share one.
+/// Which numbered namespace a caller owns in stores that cannot name one (Redis: the database
+/// number). The fixed numbers are apart from the leased ones so that two callers never share one.
 #[cfg(feature = "fixture")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Slot {
-    /// The workspace's tests (they hold the test kit's `exclusive()` guard).
-    Tests = 1,
+    /// The store examples' one-off runs (`store_batches`, `store_audit`; the bench runs them
+    /// under its load lock).
+    Examples,
     /// `experiment chaos` (one run per machine, under the load lock).
-    Chaos = 2,
+    Chaos,
     /// `experiment ab` (under the load lock; each run resets it first).
-    Bench = 3,
+    Bench,
+    /// A number one test namespace leased for its life (the test kit's lease), from
+    /// [`Slot::LEASED`]: test binaries run side by side, each test in a database of its own.
+    Leased(u8),
+}
+
+#[cfg(feature = "fixture")]
+impl Slot {
+    /// The numbers tests lease: above the fixed ones and the experiment tests' own (6-8), below
+    /// the `databases 64` scripts/stack gives Redis.
+    pub const LEASED: std::ops::Range<u8> = 16..64;
+
+    /// The database number.
+    pub fn number(self) -> u8 {
+        match self {
+            Slot::Examples => 1,
+            Slot::Chaos => 2,
+            Slot::Bench => 3,
+            Slot::Leased(n) => n,
+        }
+    }
 }

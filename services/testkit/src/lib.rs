@@ -20,6 +20,7 @@ mod key;
 mod namespace;
 mod pki;
 mod process;
+mod redis_db;
 mod service;
 
 pub use check::*;
@@ -29,13 +30,16 @@ pub use key::*;
 pub use namespace::*;
 pub use pki::*;
 pub use process::*;
+pub use redis_db::*;
 pub use service::*;
 
 /// An async mutex: each `#[tokio::test]` has its own runtime, and tokio's mutex works across them.
 static EXCLUSIVE: Mutex<()> = Mutex::const_new(());
 
-/// Serialises the tests of one test binary that share Redis (its keyspace cannot be namespaced
-/// without changing the `msg:` key format). Hold the guard for the whole test.
+/// Serialises the tests of one test binary that hold it: the heavy ones (thousands of messages
+/// through a writer), so that two of them do not share the machine's two cores. Redis no longer
+/// needs it: each namespace leases a database of its own ([`RedisDb`]). Hold the guard for the
+/// whole test.
 pub async fn exclusive() -> MutexGuard<'static, ()> {
     EXCLUSIVE.lock().await
 }

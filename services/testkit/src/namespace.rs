@@ -1,32 +1,36 @@
 //! A private namespace per test on the shared servers, and the environment that points a
 //! service at it.
 
-use crate::{api_key, require_servers};
+use crate::{api_key, require_servers, RedisDb};
 use pipeline_common::config::KafkaArgs;
 use pipeline_stores::{Store, StoreArgs, StoreKind};
 use std::sync::Arc;
 
 /// A private namespace for one test: in every store what its fixture provides (its own MySQL
-/// database, ES index, Mongo database; Redis database 1, emptied, so callers hold [`exclusive`]),
-/// and its own Kafka topic and group, so tests and earlier runs never see each other's data.
+/// database, ES index, Mongo database; a Redis database leased for the namespace's life,
+/// emptied), and its own Kafka topic and group, so tests, test binaries running side by side and
+/// earlier runs never see each other's data.
 pub struct Namespace {
     pub stores: StoreArgs,
     pub kafka: KafkaArgs,
     pub name: String,
+    /// Held, not read: the Redis database stays this namespace's until it is dropped.
+    _redis_db: RedisDb,
 }
 
 impl Namespace {
     pub async fn new(label: &str) -> Namespace {
         let (mut stores, mut kafka) = require_servers().await;
         let name = format!("t_{label}_{}", &uuid::Uuid::now_v7().simple().to_string()[20..]);
+        let redis_db = RedisDb::lease(&stores.redis.url);
         // Each store's fixture (services/stores/src/<store>/fixture.rs) makes its part private.
-        pipeline_stores::isolate(&mut stores, &name, pipeline_stores::Slot::Tests)
-            .await
-            .expect("a private namespace in every store");
+        pipeline_stores::isolate(&mut stores, &name, redis_db.slot()).await.unwrap_or_else(|e| {
+            panic!("a private namespace in every store: {e} (Redis needs `databases 64`: scripts/stack up restarts an older one)")
+        });
         kafka.topic = name.clone();
         kafka.group = format!("{name}_group");
         pipeline_common::kafka::ensure_topic(&kafka, &kafka.topic, kafka.partitions).await.expect("create topic");
-        Namespace { stores, kafka, name }
+        Namespace { stores, kafka, name, _redis_db: redis_db }
     }
 
     /// Connects to all four stores of this namespace without preparing them (a test that runs an

@@ -1,6 +1,6 @@
 //! Redis cannot be namespaced without changing the `msg:` key format, so a caller gets the
-//! database numbered by its [`crate::Slot`], emptied: tests database 1 (they hold the test kit's
-//! `exclusive()` guard so they run one at a time), a chaos run database 2.
+//! database numbered by its [`crate::Slot`], emptied: a test the number it leased, a chaos run
+//! database 2.
 
 use super::args::RedisArgs;
 use super::store::RedisStore;
@@ -16,7 +16,7 @@ fn fail(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
 impl Fixture for RedisStore {
     async fn isolate(args: &mut RedisArgs, _namespace: &str, slot: crate::Slot) -> Result<(), StoreError> {
         let mut url = url::Url::parse(&args.url).map_err(fail)?;
-        url.set_path(&format!("/{}", slot as u8));
+        url.set_path(&format!("/{}", slot.number()));
         args.url = url.to_string();
         let client = redis::Client::open(args.url.as_str()).map_err(fail)?;
         let mut conn = client.get_multiplexed_async_connection().await.map_err(fail)?;

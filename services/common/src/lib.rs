@@ -15,6 +15,7 @@ pub mod largest;
 pub mod logbuf;
 pub mod message;
 pub mod procstat;
+pub mod reconcile_report;
 pub mod record;
 pub mod reference;
 pub mod secret;

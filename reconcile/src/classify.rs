@@ -32,43 +32,11 @@ pub(crate) enum Mode {
 
 pub(crate) type Classes = BTreeMap<String, Class>;
 
-pub(crate) const DL_ACCEPTED: &str = "dead-lettered (accepted)";
-pub(crate) const DL_REFUSED: &str = "dead-lettered (refused)";
-pub(crate) const DL_UNCERTAIN: &str = "dead-lettered (uncertain)";
-pub(crate) const DL_OTHER: &str = "dead-lettered (other ids)";
-pub(crate) const DL_ANY: &str = "dead-lettered";
-pub(crate) const DL_NO_ID: &str = "dead letters without id";
-pub(crate) const UNCERTAIN_PARTLY: &str = "uncertain, in some stores only";
-pub(crate) const UNCERTAIN_STORED: &str = "uncertain, stored";
-pub(crate) const UNCERTAIN_NOT_STORED: &str = "uncertain, not stored";
-
-pub(crate) fn missing(s: StoreKind) -> String {
-    format!("missing from {s}")
-}
-pub(crate) fn outside(s: StoreKind) -> String {
-    format!("outside --only-prefix, in {s} (not judged)")
-}
-pub(crate) fn extra(s: StoreKind) -> String {
-    format!("extra in {s}")
-}
-pub(crate) fn refused_in(s: StoreKind) -> String {
-    format!("refused but in {s}")
-}
-pub(crate) fn duplicated(s: StoreKind) -> String {
-    format!("duplicated ({s})")
-}
-pub(crate) fn wrong_shard(s: StoreKind) -> String {
-    format!("wrong shard ({s})")
-}
-pub(crate) fn absent_elsewhere(s: StoreKind) -> String {
-    format!("absent from {s}, held by another store")
-}
-pub(crate) fn mismatched(s: StoreKind) -> String {
-    format!("mismatched ({s})")
-}
-pub(crate) fn not_sent(s: StoreKind) -> String {
-    format!("not what was sent ({s})")
-}
+// The names are the report's contract with its readers (`pipeline_common::reconcile_report`).
+pub(crate) use pipeline_common::reconcile_report::names::{
+    absent_elsewhere, duplicated, extra, mismatched, missing, not_sent, outside, refused_in, wrong_shard, DL_ACCEPTED,
+    DL_ANY, DL_NO_ID, DL_OTHER, DL_REFUSED, DL_UNCERTAIN, UNCERTAIN_NOT_STORED, UNCERTAIN_PARTLY, UNCERTAIN_STORED,
+};
 
 /// Every class, zero or not, so that JSON readers always find them.
 fn empty(stores: &[StoreKind], mode: Mode) -> Classes {

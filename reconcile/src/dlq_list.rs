@@ -5,7 +5,7 @@
 use crate::dlq::{self, Record};
 use crate::replay;
 use pipeline_common::config::KafkaArgs;
-use serde_json::json;
+use pipeline_common::reconcile_report::{DlqCount, DlqList, DlqRecord};
 use std::collections::{BTreeMap, HashMap};
 
 /// Characters of an error that group records in the counts.
@@ -37,23 +37,36 @@ pub(crate) fn run(kafka: &KafkaArgs, topic: &str, limit: usize, as_json: bool) -
         }
     }
     if as_json {
-        let shown: Vec<_> = records
+        let shown = records
             .iter()
             .take(limit)
-            .map(|r| {
-                json!({ "at": r.at(), "time": when(r), "store": r.store(), "id": r.header("id"), "error": r.reason(),
-                        "replayable": r.replayable(), "replayed": done(r) })
+            .map(|r| DlqRecord {
+                at: r.at(),
+                time: when(r),
+                store: r.store(),
+                id: r.header("id"),
+                error: r.reason(),
+                replayable: r.replayable(),
+                replayed: done(r),
             })
             .collect();
-        let counts: Vec<_> = counts
+        let counts = counts
             .iter()
-            .map(|((store, error), (pending, done))| json!({ "store": store, "error": error, "pending": pending, "replayed": done }))
+            .map(|((store, error), (pending, done))| DlqCount {
+                store: store.clone(),
+                error: error.clone(),
+                pending: *pending,
+                replayed: *done,
+            })
             .collect();
-        println!(
-            "{}",
-            json!({ "topic": topic, "exists": exists, "records": records.len(), "shown": shown, "counts": counts,
-                    "replay_group": replay::group_of(topic) })
-        );
+        crate::report::print_json(&DlqList {
+            topic: topic.to_string(),
+            exists,
+            records: u64::try_from(records.len()).unwrap_or(u64::MAX),
+            shown,
+            counts,
+            replay_group: replay::group_of(topic),
+        });
         return Ok(0);
     }
     if !exists {

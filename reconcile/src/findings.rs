@@ -86,6 +86,14 @@ impl Class {
     pub(crate) fn fails(&self) -> bool {
         self.severity == Severity::Failure && self.total > 0
     }
+
+    /// The total and the examples, as repair's and replay's reports print a class.
+    pub(crate) fn to_examples(&self) -> pipeline_common::reconcile_report::Examples {
+        pipeline_common::reconcile_report::Examples {
+            total: self.total,
+            examples: self.examples().map(str::to_string).collect(),
+        }
+    }
 }
 
 #[cfg(test)]

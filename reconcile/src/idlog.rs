@@ -31,13 +31,8 @@ impl InputError {
     }
 }
 
-/// Ids read per class (lines, so an id named twice counts twice).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub(crate) struct LogCounts {
-    pub accepted: u64,
-    pub uncertain: u64,
-    pub refused: u64,
-}
+/// Ids read per class (lines, so an id named twice counts twice): the `expected` of the report.
+pub(crate) type LogCounts = pipeline_common::reconcile_report::ExpectedIds;
 
 /// Calls `f` with each line of `path` (one buffer reused: id logs have millions of lines);
 /// `f` returns `false` to stop early.

@@ -5,7 +5,7 @@
 use crate::expect::{Expected, IdSource};
 use crate::idlog::{InputError, LogCounts};
 use crate::tally::Expect;
-use serde_json::json;
+use pipeline_common::reconcile_report::IdsReport;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -67,7 +67,7 @@ fn print(src: &IdSource, c: LogCounts, write: Option<&Path>, as_json: bool) {
     let written: Vec<String> =
         write.map(|p| outputs(p).iter().map(|(_, f)| f.display().to_string()).collect()).unwrap_or_default();
     if as_json {
-        println!("{}", json!({ "source": src.describe(), "ids": c, "written": written }));
+        crate::report::print_json(&IdsReport { source: src.describe(), ids: c, written });
     } else {
         println!(
             "{}: {} accepted, {} uncertain, {} refused (complete)",

@@ -33,9 +33,9 @@ mod scale_tests;
 use clap::{CommandFactory, FromArgMatches};
 use cli::{Cli, Cmd};
 use expect::{Expected, IdSource};
+use pipeline_common::reconcile_report::{ErrorAnswer, ErrorKind, LaggingPartition, NotDrained};
 use pipeline_stores::{Store, StoreKind};
 use report::Level;
-use serde_json::json;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -280,7 +280,7 @@ fn confirmed_reset() -> anyhow::Result<bool> {
 
 fn bad_input(e: &anyhow::Error, as_json: bool) -> u8 {
     if as_json {
-        println!("{}", json!({ "error": "bad_input", "detail": format!("{e:#}") }));
+        report::print_json(&ErrorAnswer { error: ErrorKind::BadInput, detail: format!("{e:#}") });
     } else {
         eprintln!("reconcile: {e:#}");
     }
@@ -294,13 +294,13 @@ async fn drained(cli: &Cli, stores: &[Arc<dyn Store>]) -> anyhow::Result<Result<
         Ok(c) => Ok(Ok(c)),
         Err(nd) => {
             if cli.json {
-                let lagging: Vec<_> = nd
+                let lagging = nd
                     .lagging
                     .iter()
-                    .map(|p| json!({ "partition": p.partition, "committed": p.committed, "high": p.high }))
+                    .map(|p| LaggingPartition { partition: p.partition, committed: p.committed, high: p.high })
                     .collect();
-                let counts: Vec<_> = nd.counts.iter().map(|(k, n)| json!({ "store": k, "count": n })).collect();
-                println!("{}", json!({ "drained": false, "lagging": lagging, "counts": counts }));
+                let counts = report::store_counts(&nd.counts);
+                report::print_json(&NotDrained { drained: false, lagging, counts });
             } else {
                 eprintln!("reconcile: not drained after {} s; lagging partitions:", cli.drain_timeout);
                 for p in &nd.lagging {

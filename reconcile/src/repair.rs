@@ -19,8 +19,8 @@ use crate::tally::REFERENCE;
 use indicatif::{ProgressBar, ProgressStyle};
 use pipeline_common::digest::Digest;
 use pipeline_common::message::shard_of;
+use pipeline_common::reconcile_report::{RepairReport, RepairedStore};
 use pipeline_stores::{Overwrite, Store, StoreKind};
-use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -74,13 +74,18 @@ impl Outcome {
         !(left_extra || to_do || self.newer.total > 0 || self.refused.total > 0 || self.still_different.total > 0)
     }
 
-    fn to_json(&self) -> Value {
-        let class = |c: &Class| json!({ "total": c.total, "examples": c.examples().collect::<Vec<_>>() });
-        json!({
-            "store": self.store, "missing": class(&self.missing), "mismatched": class(&self.mismatched),
-            "newer_than_reference": class(&self.newer), "extra": class(&self.extra), "repaired": self.repaired,
-            "deleted": self.deleted, "refused": class(&self.refused), "still_different": class(&self.still_different),
-        })
+    fn to_report(&self) -> RepairedStore {
+        RepairedStore {
+            store: self.store.name().to_string(),
+            missing: self.missing.to_examples(),
+            mismatched: self.mismatched.to_examples(),
+            newer_than_reference: self.newer.to_examples(),
+            extra: self.extra.to_examples(),
+            repaired: self.repaired,
+            deleted: self.deleted,
+            refused: self.refused.to_examples(),
+            still_different: self.still_different.to_examples(),
+        }
     }
 }
 
@@ -213,12 +218,15 @@ fn message(outcomes: &[Outcome], opts: &Options, ok: bool) -> String {
 fn print(outcomes: &[Outcome], reference_ids: usize, opts: &Options, ok: bool, as_json: bool) {
     let msg = message(outcomes, opts, ok);
     if as_json {
-        let stores: Vec<Value> = outcomes.iter().map(Outcome::to_json).collect();
-        println!(
-            "{}",
-            json!({ "repair": true, "dry_run": opts.dry_run, "reference": REFERENCE, "reference_ids": reference_ids,
-                    "stores": stores, "ok": ok, "message": msg })
-        );
+        crate::report::print_json(&RepairReport {
+            repair: true,
+            dry_run: opts.dry_run,
+            reference: REFERENCE.name().to_string(),
+            reference_ids: u64::try_from(reference_ids).unwrap_or(u64::MAX),
+            stores: outcomes.iter().map(Outcome::to_report).collect(),
+            ok,
+            message: msg,
+        });
         return;
     }
     println!("repair from {REFERENCE} ({reference_ids} ids){}", if opts.dry_run { ", dry run" } else { "" });

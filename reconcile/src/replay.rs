@@ -17,12 +17,12 @@ use crate::findings::{Class, Severity};
 use pipeline_common::config::KafkaArgs;
 use pipeline_common::kafka::{group_lag, producer_config};
 use pipeline_common::message::{Limits, Message};
+use pipeline_common::reconcile_report::{DlqReplayReport, Examples};
 use pipeline_stores::{Overwrite, Store};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
-use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -180,18 +180,20 @@ fn print(t: &Tally, topic: &str, dry_run: bool, as_json: bool) {
         (false, n) => format!("REPLAYED {written}; {n} REFUSED AGAIN (dead-lettered again with the new error)"),
     };
     if as_json {
-        let refused: BTreeMap<&String, serde_json::Value> = t
-            .refused
-            .iter()
-            .map(|(k, c)| (k, json!({ "total": c.total, "examples": c.examples().collect::<Vec<_>>() })))
-            .collect();
-        let nr = t.not_replayable.as_ref().map(|c| c.examples().collect::<Vec<_>>()).unwrap_or_default();
-        println!(
-            "{}",
-            json!({ "replay": true, "topic": topic, "group": group_of(topic), "dry_run": dry_run, "written": t.written,
-                    "refused_again": refused, "not_replayable": { "total": not_replayable, "examples": nr },
-                    "ok": refused.is_empty(), "message": message })
-        );
+        let refused_again: BTreeMap<String, Examples> =
+            t.refused.iter().map(|(k, c)| (k.clone(), c.to_examples())).collect();
+        let nr = t.not_replayable.as_ref().map(|c| c.examples().map(str::to_string).collect()).unwrap_or_default();
+        crate::report::print_json(&DlqReplayReport {
+            replay: true,
+            topic: topic.to_string(),
+            group: group_of(topic),
+            dry_run,
+            written: t.written.clone(),
+            ok: refused_again.is_empty(),
+            refused_again,
+            not_replayable: Examples { total: not_replayable, examples: nr },
+            message,
+        });
         return;
     }
     println!("dead-letter topic {topic}, replay group {}{}", group_of(topic), if dry_run { ", dry run" } else { "" });

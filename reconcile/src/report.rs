@@ -12,7 +12,9 @@ use crate::dlq::DeadLetters;
 use crate::drain::Counts;
 use crate::findings::Class;
 use crate::idlog::LogCounts;
-use serde_json::{json, Value};
+use pipeline_common::reconcile_report::{
+    CheckReport, ClassSummary, Content, DeadLetterSummary, Level as ReportLevel, StoreCount, Verdict,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Level {
@@ -22,10 +24,29 @@ pub(crate) enum Level {
 
 impl Level {
     fn name(self) -> &'static str {
-        match self {
-            Level::Ids => "ids",
-            Level::StoresOnly => "stores-only",
+        ReportLevel::from(self).name()
+    }
+}
+
+impl From<Level> for ReportLevel {
+    fn from(l: Level) -> ReportLevel {
+        match l {
+            Level::Ids => ReportLevel::Ids,
+            Level::StoresOnly => ReportLevel::StoresOnly,
         }
+    }
+}
+
+/// Store counts as the reports list them.
+pub(crate) fn store_counts(counts: &Counts) -> Vec<StoreCount> {
+    counts.iter().map(|(k, n)| StoreCount { store: k.name().to_string(), count: *n }).collect()
+}
+
+/// Prints one answer as a line of JSON (`--json`), the form its readers parse.
+pub(crate) fn print_json(answer: &impl serde::Serialize) {
+    match serde_json::to_string(answer) {
+        Ok(text) => println!("{text}"),
+        Err(e) => eprintln!("reconcile: cannot print the JSON answer: {e}"),
     }
 }
 
@@ -110,45 +131,48 @@ impl Report {
         }
     }
 
-    pub(crate) fn to_json(&self) -> Value {
-        let classes: serde_json::Map<String, Value> = self
+    /// The report as `--json` prints it ([`CheckReport`], the type its readers parse).
+    pub(crate) fn to_report(&self) -> CheckReport {
+        let classes = self
             .classes
             .iter()
             .map(|(k, c)| {
-                let ex: Vec<&str> = c.examples().collect();
-                let mut v = json!({ "total": c.total, "examples": ex, "failure": c.severity == crate::findings::Severity::Failure });
-                if !c.fields.is_empty() {
-                    v["fields"] = json!(c.fields);
-                }
-                (k.clone(), v)
+                let summary = ClassSummary {
+                    total: c.total,
+                    examples: c.examples().map(str::to_string).collect(),
+                    failure: c.severity == crate::findings::Severity::Failure,
+                    fields: c.fields.iter().map(|(f, n)| (f.to_string(), *n)).collect(),
+                };
+                (k.clone(), summary)
             })
             .collect();
         let clean = self.is_clean();
-        let mut v = json!({
-            "check": self.level.name(),
-            "only_prefix": self.only_prefix,
-            "source": self.source,
-            "expected": self.expected,
-            "content": { "compared": true, "checked_against_sent": self.sent_checked },
-            "dead_letters": { "topic": self.dlq_topic, "absent": self.dlq_absent, "records": self.dlq_records, "replayed": self.dlq_replayed },
-            "classes": classes,
-            "clean": clean,
-            "ok": clean,
-            "verdict": if clean { "ok" } else { "mismatch" },
-            "message": self.message(),
-            "seconds": self.timings.iter().map(|(k, s)| (k.clone(), json!((s * 1000.0).round() / 1000.0))).collect::<serde_json::Map<_, _>>(),
-        });
-        if let (Some(counts), Some(map)) = (&self.counts, v.as_object_mut()) {
-            let stores: Vec<Value> = counts.iter().map(|(k, n)| json!({ "store": k, "count": n })).collect();
-            map.insert("drained".into(), json!(true));
-            map.insert("stores".into(), json!(stores));
+        CheckReport {
+            check: self.level.into(),
+            only_prefix: self.only_prefix.clone(),
+            source: self.source.clone(),
+            expected: self.expected,
+            content: Some(Content { compared: true, checked_against_sent: self.sent_checked }),
+            dead_letters: DeadLetterSummary {
+                topic: self.dlq_topic.clone(),
+                absent: self.dlq_absent,
+                records: self.dlq_records,
+                replayed: self.dlq_replayed,
+            },
+            classes,
+            clean,
+            ok: clean,
+            verdict: Verdict::of(clean),
+            message: self.message(),
+            seconds: self.timings.iter().map(|(k, s)| (k.clone(), (s * 1000.0).round() / 1000.0)).collect(),
+            drained: self.counts.as_ref().map(|_| true),
+            stores: self.counts.as_ref().map(|c| store_counts(c)),
         }
-        v
     }
 
     pub(crate) fn print(&self, as_json: bool) {
         if as_json {
-            println!("{}", self.to_json());
+            print_json(&self.to_report());
             return;
         }
         println!("check: {} · {}", self.level.name(), self.source);
@@ -183,3 +207,7 @@ impl Report {
         println!("{}", self.message());
     }
 }
+
+#[cfg(test)]
+#[path = "report_tests.rs"]
+mod tests;

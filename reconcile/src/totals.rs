@@ -4,8 +4,9 @@
 //! "totals only" every time, so nobody mistakes it for the id-level check.
 
 use crate::drain::{self, Counts};
+use crate::report::print_json;
+use pipeline_common::reconcile_report::{Level, ResetReport, StoreTotal, TotalsExpected, TotalsReport, Verdict};
 use pipeline_stores::Store;
-use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,12 +24,12 @@ fn difference(n: u64, e: u64) -> i64 {
     i64::try_from(d).unwrap_or(if d < 0 { i64::MIN } else { i64::MAX })
 }
 
-fn counts_json(counts: &Counts, want: Option<Want>) -> serde_json::Value {
+fn store_totals(counts: &Counts, want: Option<Want>) -> Vec<StoreTotal> {
     counts
         .iter()
         .map(|(k, n)| {
             let e = want.map(|w| w.accepted);
-            json!({ "store": k, "count": n, "expected": e, "difference": e.map(|e| difference(*n, e)) })
+            StoreTotal { store: k.name().to_string(), count: *n, expected: e, difference: e.map(|e| difference(*n, e)) }
         })
         .collect()
 }
@@ -49,13 +50,16 @@ pub(crate) fn print_counts(counts: &Counts, want: Option<Want>, source: &str, as
         (false, None) => "STORES DISAGREE on totals (totals only, nothing expected given)",
     };
     if as_json {
-        let expected = want.map(|w| json!({ "accepted": w.accepted, "uncertain": w.uncertain }));
-        println!(
-            "{}",
-            json!({ "check": "totals", "source": source, "drained": true, "expected": expected, "ok": ok,
-                    "verdict": if ok { "ok" } else { "mismatch" }, "message": message,
-                    "stores": counts_json(counts, want) })
-        );
+        print_json(&TotalsReport {
+            check: Level::Totals,
+            source: source.to_string(),
+            drained: true,
+            expected: want.map(|w| TotalsExpected { accepted: w.accepted, uncertain: w.uncertain }),
+            ok,
+            verdict: Verdict::of(ok),
+            message: message.to_string(),
+            stores: store_totals(counts, want),
+        });
     } else {
         println!("check: totals · {source}");
         println!("{:<8} {:>12} {:>12} {:>12}", "store", "count", "expected", "difference");
@@ -89,7 +93,7 @@ pub(crate) async fn reset(stores: &[Arc<dyn Store>], as_json: bool) -> anyhow::R
     let ok = first.iter().chain(&second).all(|(_, n)| *n == 0);
     let zero = Some(Want { accepted: 0, uncertain: 0 });
     if as_json {
-        println!("{}", json!({ "ok": ok, "first": counts_json(&first, zero), "second": counts_json(&second, zero) }));
+        print_json(&ResetReport { ok, first: store_totals(&first, zero), second: store_totals(&second, zero) });
     } else {
         for ((k, a), (_, b)) in first.iter().zip(&second) {
             println!("{:<8} {:>10} {:>10}", k.name(), a, b);

@@ -9,7 +9,9 @@ use super::apply::StoreTally;
 use super::range::Planned;
 use super::PartitionRead;
 use crate::findings::Class;
-use serde_json::{json, Value};
+use pipeline_common::reconcile_report::{
+    GoneRange, ReadBack, ReplayPartition, ReplayStore, TopicReplayReport, TopicTag,
+};
 use std::collections::BTreeMap;
 
 pub(crate) struct Summary {
@@ -22,10 +24,6 @@ pub(crate) struct Summary {
     /// Items that are not valid messages: reported, never written (the writer dead-lettered them).
     pub undecodable: Class,
     pub stores: Vec<StoreTally>,
-}
-
-fn class(c: &Class) -> Value {
-    json!({ "total": c.total, "examples": c.examples().collect::<Vec<_>>() })
 }
 
 impl Summary {
@@ -84,47 +82,65 @@ impl Summary {
 
     pub(crate) fn print(&self, as_json: bool) {
         if as_json {
-            println!("{}", self.to_json());
+            crate::report::print_json(&self.to_report());
         } else {
             self.print_text();
         }
     }
 
-    fn to_json(&self) -> Value {
-        let partitions: Vec<Value> = self
+    /// The summary as `--json` prints it ([`TopicReplayReport`], the type its readers parse).
+    fn to_report(&self) -> TopicReplayReport {
+        let partitions = self
             .plan
             .iter()
             .map(|p| {
                 let read = self.parts.get(&p.partition).copied().unwrap_or_default();
-                json!({
-                    "partition": p.partition, "low": p.low, "high": p.high, "start": p.start, "end": p.end,
-                    "gone": p.gone.map(|(a, b)| json!({ "from": a, "to": b })),
-                    "records": read.records, "messages": read.messages, "undecodable": read.undecodable,
-                })
+                ReplayPartition {
+                    partition: p.partition,
+                    low: p.low,
+                    high: p.high,
+                    start: p.start,
+                    end: p.end,
+                    gone: p.gone.map(|(from, to)| GoneRange { from, to }),
+                    records: read.records,
+                    messages: read.messages,
+                    undecodable: read.undecodable,
+                }
             })
             .collect();
-        let stores: Vec<Value> = self
+        let stores = self
             .stores
             .iter()
-            .map(|s| {
-                let by_partition: BTreeMap<String, u64> = s.to_write.iter().map(|(p, n)| (p.to_string(), *n)).collect();
-                let verify = s.verify.as_ref().map(|v| {
-                    json!({ "checked": v.checked, "missing": class(&v.missing), "older": class(&v.older),
-                            "different": class(&v.different) })
-                });
-                json!({
-                    "store": s.store, "to_write": by_partition, "to_write_total": s.to_write_total(),
-                    "written": s.written, "held": s.held, "refused": class(&s.refused),
-                    "unversioned_other_content": class(&s.unversioned), "verify": verify,
-                })
+            .map(|s| ReplayStore {
+                store: s.store.name().to_string(),
+                to_write: s.to_write.clone(),
+                to_write_total: s.to_write_total(),
+                written: s.written,
+                held: s.held,
+                refused: s.refused.to_examples(),
+                unversioned_other_content: s.unversioned.to_examples(),
+                verify: s.verify.as_ref().map(|v| ReadBack {
+                    checked: v.checked,
+                    missing: v.missing.to_examples(),
+                    older: v.older.to_examples(),
+                    different: v.different.to_examples(),
+                }),
             })
             .collect();
         let sum = |f: fn(&PartitionRead) -> u64| self.parts.values().map(f).sum::<u64>();
-        json!({
-            "replay": "topic", "topic": self.topic, "range": self.range, "dry_run": self.dry_run,
-            "partitions": partitions, "records": sum(|p| p.records), "messages": sum(|p| p.messages),
-            "undecodable": class(&self.undecodable), "stores": stores, "ok": self.ok(), "message": self.message(),
-        })
+        TopicReplayReport {
+            replay: TopicTag::Topic,
+            topic: self.topic.clone(),
+            range: self.range.clone(),
+            dry_run: self.dry_run,
+            partitions,
+            records: sum(|p| p.records),
+            messages: sum(|p| p.messages),
+            undecodable: self.undecodable.to_examples(),
+            stores,
+            ok: self.ok(),
+            message: self.message(),
+        }
     }
 
     fn print_text(&self) {

@@ -71,7 +71,10 @@ impl<'de> Deserialize<'de> for Answer {
         } else if let Some(r) = p.replay {
             match r {
                 ReplayField::Topic(_) => TopicReplayReport::deserialize(v).map(Answer::TopicReplay),
-                ReplayField::Dlq(_) => DlqReplayReport::deserialize(v).map(Answer::DlqReplay),
+                ReplayField::Dlq(true) => DlqReplayReport::deserialize(v).map(Answer::DlqReplay),
+                ReplayField::Dlq(false) => {
+                    return Err(D::Error::custom("`replay: false` is none of reconcile's answers"))
+                }
             }
         } else if p.replay_group.is_some() {
             DlqList::deserialize(v).map(Answer::DlqList)

@@ -7,11 +7,12 @@
 //! and a version newer than MySQL's is never overwritten.
 
 use pipeline_common::digest::{hex, Digest};
+use pipeline_common::reconcile_report::{names, Answer, CheckReport, RepairedStore};
 use pipeline_common::Message;
 use pipeline_stores::Overwrite::{Older, OlderOrSame};
 use pipeline_stores::{Store, StoreKind};
 use pipeline_testkit::{exclusive, messages, Namespace};
-use serde_json::Value;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 fn store(stores: &[Arc<dyn Store>], kind: StoreKind) -> &dyn Store {
@@ -26,21 +27,30 @@ fn sent_file(ns: &Namespace, msgs: &[Message]) -> String {
     path.to_string_lossy().into_owned()
 }
 
+/// The check report of an answer.
+fn check(answer: &Answer) -> &CheckReport {
+    answer.check().unwrap_or_else(|| panic!("a check report: {answer}"))
+}
+
 /// The non-zero classes of a report: name → (total, fields).
-fn nonzero(report: &Value) -> Vec<(String, u64, Value)> {
-    let mut out: Vec<(String, u64, Value)> = report["classes"]
-        .as_object()
-        .expect("classes")
+fn nonzero(report: &Answer) -> Vec<(String, u64, BTreeMap<String, u64>)> {
+    let mut out: Vec<(String, u64, BTreeMap<String, u64>)> = check(report)
+        .classes
         .iter()
-        .filter(|(_, c)| c["total"].as_u64() > Some(0))
-        .map(|(k, c)| (k.clone(), c["total"].as_u64().unwrap_or(0), c["fields"].clone()))
+        .filter(|(_, c)| c.total > 0)
+        .map(|(k, c)| (k.clone(), c.total, c.fields.clone()))
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out
 }
 
-fn repair_of<'a>(report: &'a Value, kind: &str) -> &'a Value {
-    report["stores"].as_array().expect("stores").iter().find(|s| s["store"] == kind).expect("the store")
+fn repair_of<'a>(report: &'a Answer, kind: &str) -> &'a RepairedStore {
+    report.repair().unwrap_or_else(|| panic!("a repair report: {report}")).store(kind).expect("the store")
+}
+
+/// Per field, how many ids differ in it.
+fn fields<const N: usize>(counts: [(&str, u64); N]) -> BTreeMap<String, u64> {
+    counts.into_iter().map(|(f, n)| (f.to_string(), n)).collect()
 }
 
 #[tokio::test]
@@ -60,7 +70,7 @@ async fn every_kind_of_content_difference_is_reported_and_repaired_from_mysql() 
     }
     let (code, clean) = ns.reconcile(60, &["diff", "--ids", &sent]);
     assert_eq!(nonzero(&clean).iter().map(|c| c.0.as_str()).collect::<Vec<_>>(), ["missing from es"], "{clean}");
-    assert_eq!((code, clean["content"]["checked_against_sent"].as_u64()), (1, Some(20)), "{clean}");
+    assert_eq!((code, check(&clean).content.map(|c| c.checked_against_sent)), (1, Some(20)), "{clean}");
 
     // The damage, each kind in a store of its own. The same version with other content can only
     // be damage (a version has one content), so it is written as repair would write it.
@@ -113,11 +123,12 @@ async fn every_kind_of_content_difference_is_reported_and_repaired_from_mysql() 
     );
     let get = |name: &str| found.iter().find(|c| c.0 == name).cloned().expect(name);
     assert_eq!(get("mismatched (redis)").1, 2, "the changed body and the unreadable value");
-    assert_eq!(get("mismatched (redis)").2, serde_json::json!({ "body": 1, "unreadable": 1 }));
-    assert_eq!(get("mismatched (es)").2, serde_json::json!({ "sender": 1 }));
-    assert_eq!(get("mismatched (mongo)").2, serde_json::json!({ "sent_at": 1, "version": 1, "body": 1 }));
+    assert_eq!(get("mismatched (redis)").2, fields([("body", 1), ("unreadable", 1)]));
+    assert_eq!(get("mismatched (es)").2, fields([("sender", 1)]));
+    assert_eq!(get("mismatched (mongo)").2, fields([("sent_at", 1), ("version", 1), ("body", 1)]));
     assert_eq!(get("not what was sent (mongo)").1, 2);
-    let example = report["classes"]["mismatched (es)"]["examples"][0].as_str().unwrap_or_default();
+    let example = check(&report).class(&names::mismatched("es")).and_then(|c| c.examples.first());
+    let example = example.map_or("", String::as_str);
     assert!(example.contains("sender: mysql \"user-2\" vs es \"use\""), "an example shows both values: {example}");
     let (code, totals) = ns.reconcile(60, &["count", "--expect-from", &sent]);
     assert_eq!(code, 1, "count --expect-from checks content too: {totals}");
@@ -125,26 +136,26 @@ async fn every_kind_of_content_difference_is_reported_and_repaired_from_mysql() 
     // Repair: a dry run changes nothing.
     let (code, dry) = ns.reconcile(60, &["repair", "--dry-run"]);
     assert_eq!(code, 1, "something to do: {dry}");
-    assert_eq!(repair_of(&dry, "redis")["mismatched"]["total"], 2, "{dry}");
-    assert_eq!(repair_of(&dry, "es")["missing"]["total"], 1, "{dry}");
-    assert_eq!(repair_of(&dry, "mongo")["mismatched"]["total"], 2, "{dry}");
+    assert_eq!(repair_of(&dry, "redis").mismatched.total, 2, "{dry}");
+    assert_eq!(repair_of(&dry, "es").missing.total, 1, "{dry}");
+    assert_eq!(repair_of(&dry, "mongo").mismatched.total, 2, "{dry}");
     assert_eq!(
-        ns.reconcile(60, &["diff", "--ids", &sent]).1["classes"],
-        report["classes"],
+        check(&ns.reconcile(60, &["diff", "--ids", &sent]).1).classes,
+        check(&report).classes,
         "the dry run wrote nothing"
     );
     // A repair: everything from MySQL, except the id MySQL does not hold, which stays reported.
     let (code, fixed) = ns.reconcile(60, &["repair"]);
     assert_eq!(code, 1, "an extra id is left until --delete-extra: {fixed}");
-    assert_eq!(repair_of(&fixed, "redis")["repaired"], 2, "{fixed}");
-    assert_eq!(repair_of(&fixed, "mongo")["repaired"], 2, "{fixed}");
-    assert_eq!(repair_of(&fixed, "es")["repaired"], 2, "{fixed}");
-    assert_eq!(repair_of(&fixed, "redis")["extra"]["total"], 1, "{fixed}");
+    assert_eq!(repair_of(&fixed, "redis").repaired, 2, "{fixed}");
+    assert_eq!(repair_of(&fixed, "mongo").repaired, 2, "{fixed}");
+    assert_eq!(repair_of(&fixed, "es").repaired, 2, "{fixed}");
+    assert_eq!(repair_of(&fixed, "redis").extra.total, 1, "{fixed}");
     let (code, fixed) = ns.reconcile(60, &["repair", "--delete-extra"]);
-    assert_eq!((code, repair_of(&fixed, "redis")["deleted"].as_u64()), (0, Some(1)), "{fixed}");
+    assert_eq!((code, repair_of(&fixed, "redis").deleted), (0, 1), "{fixed}");
     let (code, again) = ns.reconcile(60, &["repair"]);
     assert_eq!(code, 0, "{again}");
-    assert!(again["message"].as_str().unwrap_or_default().starts_with("NOTHING TO DO"), "idempotent: {again}");
+    assert!(again.message().unwrap_or_default().starts_with("NOTHING TO DO"), "idempotent: {again}");
     let (code, report) = ns.reconcile(60, &["count", "--expect-from", &sent]);
     assert_eq!(code, 0, "exact at id level and content after the repair: {report}");
 
@@ -155,6 +166,6 @@ async fn every_kind_of_content_difference_is_reported_and_repaired_from_mysql() 
     });
     redis.write(&newer, Older).await.unwrap();
     let (code, report) = ns.reconcile(60, &["repair"]);
-    assert_eq!((code, repair_of(&report, "redis")["newer_than_reference"]["total"].as_u64()), (1, Some(1)), "{report}");
+    assert_eq!((code, repair_of(&report, "redis").newer_than_reference.total), (1, 1), "{report}");
     assert_eq!(redis.fetch(&[msgs[6].id.clone()]).await.unwrap(), newer, "the newer version stays");
 }

@@ -2,10 +2,10 @@
 //! extra one), uncertain and refused ids, duplicates, and dead letters. Each test seeds its own
 //! namespace directly (no pipeline) and writes a k6-style summary and id log by hand.
 
+use pipeline_common::reconcile_report::{names, Answer, ErrorKind, ExpectedIds, Level};
 use pipeline_common::Message;
 use pipeline_stores::{Store, StoreKind};
 use pipeline_testkit::{exclusive, messages, Namespace};
-use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -39,21 +39,19 @@ async fn write_all(stores: &[Arc<dyn Store>], msgs: &[Message], only: impl Fn(St
     }
 }
 
-fn class<'a>(report: &'a Value, name: &str) -> (u64, Vec<&'a str>) {
-    let c = &report["classes"][name];
-    let total = c["total"].as_u64().unwrap_or_else(|| panic!("no class {name}: {report}"));
-    (total, c["examples"].as_array().unwrap().iter().map(|e| e.as_str().unwrap()).collect())
+fn class<'a>(report: &'a Answer, name: &str) -> (u64, Vec<&'a str>) {
+    let c = report.check().and_then(|r| r.class(name)).unwrap_or_else(|| panic!("no class {name}: {report}"));
+    (c.total, c.examples.iter().map(String::as_str).collect())
 }
 
 /// Failing classes with a non-zero total.
-fn failures(report: &Value) -> Vec<(String, u64)> {
-    report["classes"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .filter(|(_, c)| c["failure"] == true && c["total"].as_u64() > Some(0))
-        .map(|(k, c)| (k.clone(), c["total"].as_u64().unwrap()))
-        .collect()
+fn failures(report: &Answer) -> Vec<(String, u64)> {
+    let report = report.check().unwrap_or_else(|| panic!("a check report: {report}"));
+    report.failing().map(|(k, c)| (k.to_string(), c.total)).collect()
+}
+
+fn bad_input(answer: &Answer) -> bool {
+    answer.error().is_some_and(|e| e.error == ErrorKind::BadInput)
 }
 
 #[tokio::test]
@@ -74,23 +72,23 @@ async fn equal_totals_hide_a_lost_id_that_the_id_check_names() {
     // same way and said OK (exit 0): the assertion below fails on that behaviour.
     let (code, report) = ns.reconcile(60, &["count", "--expect-from", summary]);
     assert_eq!(code, 1, "the id check sees the loss the totals hide: {report}");
-    assert_eq!(report["check"], "ids");
-    assert!(report["message"].as_str().unwrap().contains("checked at id level"), "{report}");
-    assert_eq!(totals["check"], "totals");
-    assert!(totals["message"].as_str().unwrap().contains("totals only"), "{totals}");
+    assert_eq!(report.level(), Some(Level::Ids));
+    assert!(report.message().unwrap().contains("checked at id level"), "{report}");
+    assert_eq!(totals.level(), Some(Level::Totals));
+    assert!(totals.message().unwrap().contains("totals only"), "{totals}");
     for s in StoreKind::ALL {
-        assert_eq!(class(&report, &format!("missing from {s}")), (1, vec![batch[9].id.as_str()]), "{report}");
-        assert_eq!(class(&report, &format!("extra in {s}")), (1, vec![stray[0].id.as_str()]), "{report}");
+        assert_eq!(class(&report, &names::missing(s)), (1, vec![batch[9].id.as_str()]), "{report}");
+        assert_eq!(class(&report, &names::extra(s)), (1, vec![stray[0].id.as_str()]), "{report}");
     }
     assert_eq!(failures(&report).len(), 8, "{report}");
 
     let (code, diff) = ns.reconcile(60, &["diff", "--expect-from", summary]);
     assert_eq!((code, failures(&diff)), (1, failures(&report)), "diff and count agree: {diff}");
     let (code, refused) = ns.reconcile(60, &["diff"]);
-    assert_eq!((code, &refused["error"]), (2, &Value::from("bad_input")), "no expected set, no pretending");
+    assert_eq!((code, bad_input(&refused)), (2, true), "no expected set, no pretending");
     let (code, agree) = ns.reconcile(60, &["diff", "--stores-only"]);
-    assert_eq!((code, &agree["check"]), (0, &Value::from("stores-only")), "{agree}");
-    assert!(agree["message"].as_str().unwrap().contains("NOT checked against what was injected"), "{agree}");
+    assert_eq!((code, agree.level()), (0, Some(Level::StoresOnly)), "{agree}");
+    assert!(agree.message().unwrap().contains("NOT checked against what was injected"), "{agree}");
 }
 
 /// `--only-prefix`: stores that held messages before a run (a pre-fill) judge only the run's ids;
@@ -110,9 +108,9 @@ async fn a_prefix_judges_one_runs_ids_in_stores_that_hold_others() {
     assert_eq!(code, 1, "without a prefix the fill is extra: {all}");
     let (code, report) = ns.reconcile(60, &["--only-prefix", "run-", "count", "--expect-from", summary]);
     assert_eq!((code, failures(&report)), (0, vec![]), "{report}");
-    assert_eq!(report["only_prefix"], "run-");
+    assert_eq!(report.check().and_then(|r| r.only_prefix.as_deref()), Some("run-"));
     for s in StoreKind::ALL {
-        assert_eq!(class(&report, &format!("outside --only-prefix, in {s} (not judged)")).0, 30, "{report}");
+        assert_eq!(class(&report, &names::outside(s)).0, 30, "{report}");
     }
 
     let redis = stores.iter().find(|s| s.kind() == StoreKind::Redis).unwrap();
@@ -121,7 +119,7 @@ async fn a_prefix_judges_one_runs_ids_in_stores_that_hold_others() {
     assert_eq!(code, 1, "{report}");
     assert_eq!(failures(&report), vec![("missing from redis".to_string(), 1)], "{report}");
     let (code, refused) = ns.reconcile(60, &["--only-prefix", "run-", "count", "--expect", "10"]);
-    assert_eq!((code, &refused["error"]), (2, &Value::from("bad_input")), "totals cannot be scoped: {refused}");
+    assert_eq!((code, bad_input(&refused)), (2, true), "totals cannot be scoped: {refused}");
 }
 
 #[tokio::test]
@@ -138,9 +136,10 @@ async fn uncertain_ids_may_be_stored_refused_ones_never_and_none_twice() {
 
     let (code, report) = ns.reconcile(60, &["count", "--expect-from", summary]);
     assert_eq!(code, 0, "an uncertain id stored, another not: both fine: {report}");
-    assert_eq!(class(&report, "uncertain, stored"), (1, vec![u_in[0].id.as_str()]));
-    assert_eq!(class(&report, "uncertain, not stored"), (1, vec![u_out[0].id.as_str()]));
-    assert_eq!(report["expected"], serde_json::json!({ "accepted": 5, "uncertain": 2, "refused": 1 }));
+    assert_eq!(class(&report, names::UNCERTAIN_STORED), (1, vec![u_in[0].id.as_str()]));
+    assert_eq!(class(&report, names::UNCERTAIN_NOT_STORED), (1, vec![u_out[0].id.as_str()]));
+    let expected = report.check().and_then(|r| r.expected);
+    assert_eq!(expected, Some(ExpectedIds { accepted: 5, uncertain: 2, refused: 1 }));
     // The same check from plain id files.
     let dir = std::env::temp_dir();
     let (a, u) = (dir.join(format!("{}.a.ids", ns.name)), dir.join(format!("{}.u.ids", ns.name)));
@@ -159,8 +158,8 @@ async fn uncertain_ids_may_be_stored_refused_ones_never_and_none_twice() {
         failures(&report),
         [("duplicated (mysql)".to_string(), 1), ("refused but in redis".into(), 1), ("wrong shard (mysql)".into(), 1)]
     );
-    assert_eq!(class(&report, "duplicated (mysql)").1, [dup.id.as_str()]);
-    assert_eq!(class(&report, "refused but in redis").1, [refused[0].id.as_str()]);
+    assert_eq!(class(&report, &names::duplicated("mysql")).1, [dup.id.as_str()]);
+    assert_eq!(class(&report, &names::refused_in("redis")).1, [refused[0].id.as_str()]);
 }
 
 /// One dead letter: key, payload, headers.
@@ -218,13 +217,11 @@ async fn a_dead_lettered_accepted_id_is_reported_as_dead_lettered_not_missing() 
     assert_eq!(code, 1, "a dead-lettered 202 is still a broken promise: {report}");
     assert_eq!(failures(&report), [("dead-lettered (accepted)".to_string(), 2)], "not `missing`: {report}");
     assert_eq!(
-        class(&report, "dead-lettered (accepted)").1,
+        class(&report, names::DL_ACCEPTED).1,
         [format!("{} (es: mapper_parsing_exception)", x[0].id), format!("{} (decode: body too long)", y[0].id)]
     );
-    assert_eq!(
-        class(&report, "dead-lettered (other ids)"),
-        (1, vec![format!("{} (mongo: too big)", old[0].id).as_str()])
-    );
-    assert_eq!(class(&report, "dead letters without id"), (1, vec!["0:6 (not a message)"]));
-    assert_eq!(report["dead_letters"]["records"], 4, "the whole topic was read: {report}");
+    assert_eq!(class(&report, names::DL_OTHER), (1, vec![format!("{} (mongo: too big)", old[0].id).as_str()]));
+    assert_eq!(class(&report, names::DL_NO_ID), (1, vec!["0:6 (not a message)"]));
+    let records = report.check().map(|r| r.dead_letters.records);
+    assert_eq!(records, Some(4), "the whole topic was read: {report}");
 }

@@ -1,6 +1,7 @@
 //! The k6 scripts without the pipeline: their settings (`k6 inspect`), and their id logs against
 //! a fake ingest that answers 202, 503 and 504 in turn, read back with `reconcile ids`.
 
+use pipeline_common::reconcile_report::Answer;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -133,11 +134,9 @@ fn every_script_logs_its_ids_and_the_summary_names_the_log() {
             .output()
             .unwrap();
         assert!(out.status.success(), "{script}: {}", String::from_utf8_lossy(&out.stdout));
-        let got: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(
-            [&got["ids"]["accepted"], &got["ids"]["uncertain"], &got["ids"]["refused"]],
-            [a, u, r].map(Value::from).each_ref()
-        );
+        let got = Answer::parse(&String::from_utf8_lossy(&out.stdout)).unwrap();
+        let got = got.ids().unwrap_or_else(|| panic!("an ids report: {got}")).ids;
+        assert_eq!([got.accepted, got.uncertain, got.refused], [a, u, r]);
         let lines = std::fs::read_to_string(dir.join(format!("{script}.accepted.ids"))).unwrap();
         assert_eq!(lines.lines().count() as u64, a);
     }

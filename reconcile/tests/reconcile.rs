@@ -2,6 +2,7 @@
 //! pipeline end to end: k6 → ingest → tansu → writer → four stores → reconcile.
 
 use pipeline_common::message::{shard_of, shard_table};
+use pipeline_common::reconcile_report::{names, ErrorKind, Level, TotalsReport};
 use pipeline_stores::StoreKind;
 use pipeline_testkit::{exclusive, free_port, messages, Child, Namespace};
 use serde_json::Value;
@@ -12,8 +13,8 @@ fn dlq_topic(ns: &Namespace) -> String {
     format!("{}.dlq", ns.name)
 }
 
-fn count_of(report: &Value, store: &str) -> u64 {
-    report["stores"].as_array().unwrap().iter().find(|s| s["store"] == store).unwrap()["count"].as_u64().unwrap()
+fn count_of(report: &TotalsReport, store: &str) -> u64 {
+    report.store(store).unwrap().count
 }
 
 #[tokio::test]
@@ -42,7 +43,8 @@ async fn seeded_gaps_are_reported_exactly_and_reset_empties_everything() {
 
     let (code, report) = ns.reconcile(60, &["count", "--expect", "100"]);
     assert_eq!(code, 1, "{report}");
-    assert_eq!(report["ok"], false);
+    let report = report.totals().unwrap_or_else(|| panic!("a totals report: {report}"));
+    assert!(!report.ok);
     assert_eq!(
         [count_of(&report, "mysql"), count_of(&report, "redis"), count_of(&report, "es"), count_of(&report, "mongo")],
         [101, 101, 99, 100]
@@ -52,21 +54,27 @@ async fn seeded_gaps_are_reported_exactly_and_reset_empties_everything() {
     std::fs::write(&ids, batch.iter().map(|m| format!("{}\n", m.id)).collect::<String>()).unwrap();
     let (code, diff) = ns.reconcile(60, &["diff", "--ids", ids.to_str().unwrap()]);
     assert_eq!(code, 1);
-    let classes = diff["classes"].as_object().unwrap();
+    let diff = diff.check().unwrap_or_else(|| panic!("a check report: {diff}"));
+    let classes = &diff.classes;
     let nonzero: Vec<(&str, u64)> =
-        classes.iter().map(|(k, v)| (k.as_str(), v["total"].as_u64().unwrap())).filter(|(_, n)| *n > 0).collect();
+        classes.iter().map(|(k, v)| (k.as_str(), v.total)).filter(|(_, n)| *n > 0).collect();
     assert_eq!(
         nonzero,
         [("duplicated (mysql)", 1), ("extra in redis", 1), ("missing from es", 1), ("wrong shard (mysql)", 1)],
         "{diff}"
     );
-    assert_eq!(classes["missing from es"]["examples"][0], batch[99].id.as_str());
-    assert_eq!(classes["extra in redis"]["examples"][0], extra[0].id.as_str());
-    assert_eq!(classes["duplicated (mysql)"]["examples"][0], dup.id.as_str());
-    assert_eq!(classes["wrong shard (mysql)"]["examples"][0], format!("{} in {wrong}", dup.id).as_str());
+    let first = |name: String| diff.class(&name).unwrap().examples[0].clone();
+    assert_eq!(first(names::missing("es")), batch[99].id.as_str());
+    assert_eq!(first(names::extra("redis")), extra[0].id.as_str());
+    assert_eq!(first(names::duplicated("mysql")), dup.id.as_str());
+    assert_eq!(first(names::wrong_shard("mysql")), format!("{} in {wrong}", dup.id).as_str());
 
     let (code, refused) = ns.reconcile(60, &["reset"]);
-    assert_eq!((code, &refused["error"]), (2, &Value::from("bad_input")), "no reset without --yes: {refused}");
+    assert_eq!(
+        (code, refused.error().map(|e| e.error)),
+        (2, Some(ErrorKind::BadInput)),
+        "no reset without --yes: {refused}"
+    );
     let (code, reset) = ns.reconcile(60, &["reset", "--yes"]);
     assert_eq!(code, 0, "{reset}");
     let (code, report) = ns.reconcile(60, &["count", "--expect", "0"]);
@@ -133,7 +141,7 @@ async fn end_to_end_k6_closed_loop_reconciles() {
 
     let (code, report) = ns.reconcile(60, &["count", "--expect-from", summary.to_str().unwrap()]);
     assert_eq!(code, 0, "every 202 is in every store exactly once: {report}");
-    assert_eq!(report["check"], "ids", "checked id by id, not by totals: {report}");
+    assert_eq!(report.level(), Some(Level::Ids), "checked id by id, not by totals: {report}");
     let (code, diff) = ns.reconcile(60, &["diff", "--expect-from", summary.to_str().unwrap()]);
     assert_eq!(code, 0, "{diff}");
 }

@@ -5,8 +5,8 @@
 //! second replay has nothing to do, and reconcile is exact at id level and content.
 
 use pipeline_common::digest::{hex, Digest};
+use pipeline_common::reconcile_report::{names, Answer, DlqCount, DlqList};
 use pipeline_testkit::{exclusive, free_port, messages, produce, wait_for_counts, Namespace};
-use serde_json::Value;
 use std::time::Duration;
 
 async fn body_column(ns: &Namespace, ty: &str) {
@@ -43,46 +43,50 @@ async fn dead_letters_are_replayed_into_the_store_that_refused_them_once_fixed()
 
     let (code, report) = ns.reconcile(120, &["count", "--expect-from", &ids]);
     assert_eq!(code, 1, "{report}");
-    assert_eq!(report["classes"]["dead-lettered (accepted)"]["total"], 20, "{report}");
+    assert_eq!(dead_lettered(&report), Some(20), "{report}");
     // Dead letters are at least once (a rebalance at the writer's start repeats some): count ids.
     let (_, list) = ns.reconcile(120, &["dlq", "list", "--limit", "1000"]);
-    let first = list["records"].as_u64().unwrap_or(0);
+    let first = dlq_list(&list).records;
     assert_eq!(distinct_ids(&list), 20, "{list}");
-    assert_eq!(list["counts"][0]["store"], "mysql", "{list}");
-    assert_eq!(list["counts"][0]["pending"].as_u64(), Some(first), "{list}");
+    assert_eq!(dlq_list(&list).counts[0].store, "mysql", "{list}");
+    assert_eq!(dlq_list(&list).counts[0].pending, first, "{list}");
 
     // Before the fix: refused again, dead-lettered again with the new error, nothing lost.
     let (code, again) = ns.reconcile(120, &["dlq", "replay"]);
     assert_eq!(code, 1, "{again}");
-    assert_eq!(again["refused_again"]["mysql"]["total"], 20, "{again}");
+    assert_eq!(again.dlq_replay().map(|r| r.refused_again_by("mysql")), Some(20), "{again}");
     let (_, list) = ns.reconcile(120, &["dlq", "list", "--limit", "1000"]);
-    assert_eq!(
-        list["records"].as_u64(),
-        Some(first + 20),
-        "the refused ones are on the topic again, once each: {list}"
-    );
-    let sum = |k: &str| list["counts"].as_array().unwrap().iter().map(|c| c[k].as_u64().unwrap_or(0)).sum::<u64>();
-    assert_eq!((sum("replayed"), sum("pending")), (first, 20), "{list}");
+    assert_eq!(dlq_list(&list).records, first + 20, "the refused ones are on the topic again, once each: {list}");
+    let sum = |k: fn(&DlqCount) -> u64| dlq_list(&list).counts.iter().map(k).sum::<u64>();
+    assert_eq!((sum(|c| c.replayed), sum(|c| c.pending)), (first, 20), "{list}");
     let (code, report) = ns.reconcile(120, &["count", "--expect-from", &ids]);
-    assert_eq!((code, &report["classes"]["dead-lettered (accepted)"]["total"]), (1, &Value::from(20)), "{report}");
+    assert_eq!((code, dead_lettered(&report)), (1, Some(20)), "{report}");
 
     // The cause fixed: replayed into MySQL, once.
     body_column(&ns, "MEDIUMTEXT").await;
     let (dry_code, dry) = ns.reconcile(120, &["dlq", "replay", "--dry-run"]);
-    assert_eq!((dry_code, &dry["written"]["mysql"]), (0, &Value::from(20)), "{dry}");
+    assert_eq!((dry_code, dry.dlq_replay().map(|r| r.written_to("mysql"))), (0, Some(20)), "{dry}");
     let (code, done) = ns.reconcile(120, &["dlq", "replay"]);
     assert_eq!(code, 0, "{done}");
-    assert_eq!(done["written"]["mysql"], 20, "{done}");
+    assert_eq!(done.dlq_replay().map(|r| r.written_to("mysql")), Some(20), "{done}");
     let (code, none) = ns.reconcile(120, &["dlq", "replay"]);
     assert_eq!(code, 0, "{none}");
-    assert!(none["written"].as_object().is_some_and(|w| w.is_empty()), "a second replay has nothing to do: {none}");
+    assert!(none.dlq_replay().is_some_and(|r| r.written.is_empty()), "a second replay has nothing to do: {none}");
     let (code, report) = ns.reconcile(120, &["count", "--expect-from", &ids]);
     assert_eq!(code, 0, "exact at id level and content after the replay: {report}");
-    assert_eq!(report["dead_letters"]["replayed"].as_u64(), Some(first + 20), "{report}");
+    assert_eq!(report.check().map(|r| r.dead_letters.replayed), Some(first + 20), "{report}");
 }
 
-fn distinct_ids(list: &Value) -> usize {
-    let ids: std::collections::BTreeSet<&str> =
-        list["shown"].as_array().unwrap().iter().filter_map(|r| r["id"].as_str()).collect();
+fn distinct_ids(list: &Answer) -> usize {
+    let ids: std::collections::BTreeSet<&str> = dlq_list(list).shown.iter().filter_map(|r| r.id.as_deref()).collect();
     ids.len()
+}
+
+fn dlq_list(answer: &Answer) -> &DlqList {
+    answer.dlq_list().unwrap_or_else(|| panic!("a dead-letter list: {answer}"))
+}
+
+/// The check's count of accepted ids that were dead-lettered.
+fn dead_lettered(answer: &Answer) -> Option<u64> {
+    answer.check().and_then(|r| r.class(names::DL_ACCEPTED)).map(|c| c.total)
 }

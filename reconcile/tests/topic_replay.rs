@@ -7,6 +7,7 @@
 
 use pipeline_common::digest::Digest;
 use pipeline_common::kafka::{group_lag, producer_config, PartitionLag};
+use pipeline_common::reconcile_report::{Answer, ErrorKind, ReplayStore, TopicReplayReport};
 use pipeline_common::Message;
 use pipeline_stores::Overwrite::{Older, OlderOrSame};
 use pipeline_stores::{Store, StoreKind};
@@ -14,8 +15,7 @@ use pipeline_testkit::{
     assert_exact_ids, assert_same_content, exclusive, free_port, messages, wait_port, Child, Namespace,
 };
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use serde_json::{json, Value};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,21 +24,22 @@ fn store(stores: &[Arc<dyn Store>], kind: StoreKind) -> &dyn Store {
     stores.iter().find(|s| s.kind() == kind).expect("store").as_ref()
 }
 
-fn of<'a>(report: &'a Value, kind: &str) -> &'a Value {
-    report["stores"].as_array().expect("stores").iter().find(|s| s["store"] == kind).expect("the store")
+fn replay(answer: &Answer) -> &TopicReplayReport {
+    answer.topic_replay().unwrap_or_else(|| panic!("a topic replay report: {answer}"))
+}
+
+fn of<'a>(report: &'a Answer, kind: &str) -> &'a ReplayStore {
+    replay(report).store(kind).expect("the store")
 }
 
 /// Each store's `to_write` by partition, and the total.
-fn to_write(report: &Value) -> HashMap<String, (Value, u64)> {
-    report["stores"]
-        .as_array()
-        .expect("stores")
-        .iter()
-        .map(|s| {
-            let name = s["store"].as_str().unwrap_or_default().to_string();
-            (name, (s["to_write"].clone(), s["to_write_total"].as_u64().unwrap_or(u64::MAX)))
-        })
-        .collect()
+fn to_write(report: &Answer) -> HashMap<String, (BTreeMap<i32, u64>, u64)> {
+    replay(report).stores.iter().map(|s| (s.store.clone(), (s.to_write.clone(), s.to_write_total))).collect()
+}
+
+/// Messages to write by partition.
+fn by_partition<const N: usize>(counts: [(i32, u64); N]) -> BTreeMap<i32, u64> {
+    BTreeMap::from(counts)
 }
 
 /// Produces one record to `partition`; returns its offset.
@@ -168,28 +169,28 @@ async fn a_replay_from_the_topic_restores_what_mysql_and_the_other_stores_lost()
 
     // Bad input the broker has to answer: a partition the topic does not have.
     let (code, bad) = ns.reconcile(60, &["replay", "--from-offset", "7:0"]);
-    assert_eq!((code, &bad["error"]), (2, &json!("bad_input")), "{bad}");
+    assert_eq!((code, bad.error().map(|e| e.error)), (2, Some(ErrorKind::BadInput)), "{bad}");
 
     // A dry run says what it would write, per store and partition, and writes nothing. MySQL's
     // ids 0-3 come from the batch record on partition 1: the newest version is what is written.
     let (code, dry) = ns.reconcile(60, &["replay", "--from-offset", "earliest", "--dry-run"]);
     assert_eq!(code, 1, "something to write: {dry}");
     let want = HashMap::from([
-        ("mysql".to_string(), (json!({"0": 4, "1": 5, "2": 1}), 10)),
-        ("redis".to_string(), (json!({"1": 2, "2": 1, "3": 1}), 4)),
-        ("es".to_string(), (json!({}), 0)),
-        ("mongo".to_string(), (json!({"1": 2}), 2)),
+        ("mysql".to_string(), (by_partition([(0, 4), (1, 5), (2, 1)]), 10)),
+        ("redis".to_string(), (by_partition([(1, 2), (2, 1), (3, 1)]), 4)),
+        ("es".to_string(), (by_partition([]), 0)),
+        ("mongo".to_string(), (by_partition([(1, 2)]), 2)),
     ]);
     assert_eq!(to_write(&dry), want, "{dry}");
-    assert_eq!((dry["records"].as_u64(), dry["messages"].as_u64()), (Some(42), Some(50)), "{dry}");
-    assert_eq!(dry["undecodable"]["total"], 2, "the item and the record that are not messages: {dry}");
+    assert_eq!((replay(&dry).records, replay(&dry).messages), (42, 50), "{dry}");
+    assert_eq!(replay(&dry).undecodable.total, 2, "the item and the record that are not messages: {dry}");
     assert_eq!(counts(&stores).await, damaged_counts, "the dry run wrote nothing");
     assert!(mongo.fetch(&[id(7)]).await.unwrap()[0].body == "damaged", "the dry run wrote nothing");
 
     // From a time: only the records produced after it (the batch record and the poison).
     let (code, since) = ns.reconcile(60, &["replay", "--from-time", &between, "--stores", "mysql", "--dry-run"]);
-    assert_eq!((code, since["records"].as_u64()), (1, Some(2)), "{since}");
-    assert_eq!(to_write(&since)["mysql"], (json!({"1": 4}), 4), "{since}");
+    assert_eq!((code, replay(&since).records), (1, 2), "{since}");
+    assert_eq!(to_write(&since).remove("mysql"), Some((by_partition([(1, 4)]), 4)), "{since}");
 
     // Up to that time: the first versions only, every partition (on partitions 0 and 3 every
     // record is older than the time, which tansu answers with offset 0, not with the end).
@@ -197,20 +198,17 @@ async fn a_replay_from_the_topic_restores_what_mysql_and_the_other_stores_lost()
         60,
         &["replay", "--from-offset", "earliest", "--to-time", &between, "--stores", "mysql", "--dry-run"],
     );
-    assert_eq!(
-        (code, until["records"].as_u64(), until["undecodable"]["total"].as_u64()),
-        (1, Some(40), Some(0)),
-        "{until}"
-    );
-    assert_eq!(to_write(&until)["mysql"], (json!({"0": 5, "1": 2, "2": 2, "3": 1}), 10), "{until}");
+    assert_eq!((code, replay(&until).records, replay(&until).undecodable.total), (1, 40, 0), "{until}");
+    let mysql = Some((by_partition([(0, 5), (1, 2), (2, 2), (3, 1)]), 10));
+    assert_eq!(to_write(&until).remove("mysql"), mysql, "{until}");
 
     // From an offset past some records of partition 0: only ids 28 and 32 come back, not 20, 24.
     let from = format!("0:{}", offset[28]);
     let (code, part) = ns.reconcile(60, &["replay", "--from-offset", &from, "--stores", "mysql"]);
     assert_eq!(code, 0, "{part}");
-    assert_eq!(to_write(&part)["mysql"], (json!({"0": 2}), 2), "{part}");
-    assert_eq!(of(&part, "mysql")["written"], 2, "{part}");
-    assert_eq!(part["partitions"].as_array().map(Vec::len), Some(1), "partition 0 only: {part}");
+    assert_eq!(to_write(&part).remove("mysql"), Some((by_partition([(0, 2)]), 2)), "{part}");
+    assert_eq!(of(&part, "mysql").written, 2, "{part}");
+    assert_eq!(replay(&part).partitions.len(), 1, "partition 0 only: {part}");
     let mysql = store(&stores, StoreKind::Mysql);
     let mut back: Vec<String> =
         mysql.fetch(&gone(&[20, 24, 28, 32])).await.unwrap().into_iter().map(|m| m.id).collect();
@@ -221,14 +219,14 @@ async fn a_replay_from_the_topic_restores_what_mysql_and_the_other_stores_lost()
     let (code, done) = ns.reconcile(60, &["replay", "--from-offset", "earliest"]);
     assert_eq!(code, 0, "{done}");
     let mut want = want;
-    want.insert("mysql".into(), (json!({"0": 2, "1": 5, "2": 1}), 8));
+    want.insert("mysql".into(), (by_partition([(0, 2), (1, 5), (2, 1)]), 8));
     assert_eq!(to_write(&done), want, "{done}");
-    for s in done["stores"].as_array().unwrap() {
-        assert_eq!(s["written"], s["to_write_total"], "{done}");
-        let v = &s["verify"];
-        assert_eq!(v["checked"], 40, "every replayed id read back: {done}");
-        for class in ["missing", "older", "different"] {
-            assert_eq!(v[class]["total"], 0, "{class}: {done}");
+    for s in &replay(&done).stores {
+        assert_eq!(s.written, s.to_write_total, "{done}");
+        let v = s.verify.as_ref().unwrap_or_else(|| panic!("a read-back: {done}"));
+        assert_eq!(v.checked, 40, "every replayed id read back: {done}");
+        for (class, c) in [("missing", &v.missing), ("older", &v.older), ("different", &v.different)] {
+            assert_eq!(c.total, 0, "{class}: {done}");
         }
     }
     assert_newest(&stores, &newest).await;
@@ -236,9 +234,9 @@ async fn a_replay_from_the_topic_restores_what_mysql_and_the_other_stores_lost()
     // A second replay writes nothing.
     let (code, again) = ns.reconcile(60, &["replay", "--from-offset", "earliest"]);
     assert_eq!(code, 0, "{again}");
-    assert!(again["message"].as_str().unwrap_or_default().starts_with("NOTHING TO DO"), "{again}");
-    for s in again["stores"].as_array().unwrap() {
-        assert_eq!((&s["to_write_total"], &s["written"]), (&json!(0), &json!(0)), "{again}");
+    assert!(again.message().unwrap_or_default().starts_with("NOTHING TO DO"), "{again}");
+    for s in &replay(&again).stores {
+        assert_eq!((s.to_write_total, s.written), (0, 0), "{again}");
     }
     assert_newest(&stores, &newest).await;
 
@@ -250,7 +248,7 @@ async fn a_replay_from_the_topic_restores_what_mysql_and_the_other_stores_lost()
     es.delete(&gone(&[17])).await.unwrap();
     let (code, report) = ns.reconcile(60, &["replay", "--from-offset", "1:0", "--stores", "es"]);
     let held = !es.fetch(&[id(17)]).await.unwrap().is_empty();
-    let missing = of(&report, "es")["verify"]["missing"]["total"].as_u64();
+    let missing = of(&report, "es").verify.as_ref().map(|v| v.missing.total);
     assert_eq!((code, missing), if held { (0, Some(0)) } else { (1, Some(1)) }, "held: {held}; {report}");
 
     // The writers' group never moved: the replays neither joined it nor committed.
@@ -300,8 +298,9 @@ fn bad_input_is_refused_before_anything_is_contacted() {
             .expect("run reconcile");
         (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
     };
-    let answer: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
-    assert_eq!((code, &answer["error"]), (Some(2), &json!("bad_input")), "JSON in --json mode: {text}");
+    let answer = Answer::parse(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let error = answer.error().map(|e| e.error);
+    assert_eq!((code, error), (Some(2), Some(ErrorKind::BadInput)), "JSON in --json mode: {text}");
     // The same environment with valid flags does contact the broker, and cannot reach it.
     let (code, text, _) = run(&["replay", "--from-offset", "0"]);
     assert_eq!(code, Some(4), "a closed port is unreachable: {text}");

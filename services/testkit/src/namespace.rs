@@ -3,6 +3,7 @@
 
 use crate::{api_key, require_servers, RedisDb};
 use pipeline_common::config::KafkaArgs;
+use pipeline_common::reconcile_report::Answer;
 use pipeline_stores::{Store, StoreArgs, StoreKind};
 use std::sync::Arc;
 
@@ -68,8 +69,8 @@ impl Namespace {
     }
 
     /// Runs `reconcile --json --drain-timeout SECS ARGS` in this namespace (its dead-letter topic
-    /// is `<namespace>.dlq`); returns (exit code, parsed standard output).
-    pub fn reconcile(&self, drain_secs: u64, args: &[&str]) -> (i32, serde_json::Value) {
+    /// is `<namespace>.dlq`); returns (exit code, its answer as reconcile's report types).
+    pub fn reconcile(&self, drain_secs: u64, args: &[&str]) -> (i32, Answer) {
         let out = std::process::Command::new(crate::bin_path("reconcile"))
             .arg("--json")
             .args(["--drain-timeout", &drain_secs.to_string()])
@@ -79,7 +80,7 @@ impl Namespace {
             .output()
             .expect("run reconcile");
         let stdout = String::from_utf8_lossy(&out.stdout);
-        let json = serde_json::from_str(stdout.trim())
+        let json = Answer::parse(&stdout)
             .unwrap_or_else(|e| panic!("{e}: {stdout} / {}", String::from_utf8_lossy(&out.stderr)));
         (out.status.code().expect("exit code"), json)
     }

@@ -4,6 +4,7 @@
 
 use crate::plan::Plan;
 use crate::round::RoundRecord;
+use pipeline_common::reconcile_report::Answer;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -83,7 +84,8 @@ pub(crate) struct RoundEvidence {
     pub name: String,
     pub record: RoundRecord,
     pub summary: Option<Value>,
-    pub reconcile: Option<Value>,
+    /// The final check's answer; `None` when reconcile printed none that parses.
+    pub reconcile: Option<Answer>,
     pub timeline: Timeline,
 }
 
@@ -133,7 +135,7 @@ impl Evidence {
             rounds.push(RoundEvidence {
                 name: d.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
                 summary: read_json(&crate::k6::summary_path(&d))?,
-                reconcile: read_json(&d.join("reconcile.json"))?,
+                reconcile: read_json(&d.join("reconcile.json"))?.and_then(|v| serde_json::from_value(v).ok()),
                 timeline: Timeline::load(&d.join("timeline.csv"))?,
                 record,
             });

@@ -8,6 +8,7 @@
 use crate::evidence::RoundEvidence;
 use crate::plan::{LoadKind, Plan};
 use crate::stats::RoundStats;
+use pipeline_common::reconcile_report::{CheckReport, Level};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -233,38 +234,27 @@ fn boot_ids(r: &RoundEvidence, owners: &BTreeMap<String, Vec<String>>) -> Gate {
 
 fn reconcile(r: &RoundEvidence) -> Gate {
     let code = r.record.reconcile_exit;
-    let Some(v) = &r.reconcile else {
+    let Some(answer) = &r.reconcile else {
         return gate("reconcile", false, format!("no JSON answer (exit {code:?}; see reconcile.log)"));
     };
-    if v.get("drained").and_then(Value::as_bool) == Some(false) {
-        let lag: Vec<String> = v
-            .get("lagging")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .map(|p| format!("p{} {}/{}", p["partition"], p["committed"], p["high"]))
-            .collect();
+    if let Some(nd) = answer.not_drained() {
+        let lag: Vec<String> = nd.lagging.iter().map(ToString::to_string).collect();
         return gate("reconcile", false, format!("not drained (lagging partitions: {})", lag.join(", ")));
     }
-    if let Some(e) = v.get("error").and_then(Value::as_str) {
-        return gate("reconcile", false, format!("{e}: {}", v.get("detail").and_then(Value::as_str).unwrap_or("")));
+    if let Some(e) = answer.error() {
+        return gate("reconcile", false, format!("{}: {}", e.error, e.detail));
     }
-    let level = v.get("check").and_then(Value::as_str).unwrap_or("?");
-    let clean = v.get("clean").and_then(Value::as_bool) == Some(true);
-    let failing: Vec<String> = v
-        .get("classes")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .filter(|(_, c)| c["failure"].as_bool() == Some(true) && c["total"].as_u64().unwrap_or(0) > 0)
-        .map(|(k, c)| format!("{k} {}", c["total"]))
-        .collect();
+    let level = answer.level().map_or("?", Level::name);
+    let check = answer.check();
+    let clean = check.is_some_and(|c| c.clean);
+    let failing: Vec<String> =
+        check.into_iter().flat_map(CheckReport::failing).map(|(k, c)| format!("{k} {}", c.total)).collect();
     // Content is compared by every reconcile that writes `content`; an older one did not.
-    let content = v.pointer("/content/compared").and_then(Value::as_bool) == Some(true);
+    let content = check.and_then(|c| c.content).is_some_and(|c| c.compared);
     let ok = code == Some(0) && clean && level == "ids" && content;
     let detail = if ok {
-        let stored = v.pointer("/expected/accepted").map(|x| x.to_string()).unwrap_or_default();
-        let sent = v.pointer("/content/checked_against_sent").map(|x| x.to_string()).unwrap_or_default();
+        let stored = check.and_then(|c| c.expected).map(|e| e.accepted.to_string()).unwrap_or_default();
+        let sent = check.and_then(|c| c.content).map(|c| c.checked_against_sent.to_string()).unwrap_or_default();
         format!("exact at id level and content ({stored} accepted ids in all four stores, the same content in each; {sent} checked against what k6 sent)")
     } else if level != "ids" {
         format!("checked at level `{level}`, not ids (exit {code:?})")

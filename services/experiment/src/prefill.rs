@@ -14,6 +14,7 @@ use crate::procs::{self, Launch};
 use anyhow::Context;
 use clap::Args;
 use pipeline_common::procstat::cpu_seconds;
+use pipeline_common::reconcile_report::Answer;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -115,9 +116,8 @@ async fn agreed_count(bins: &Path, out: &Path, name: &str) -> anyhow::Result<u64
     let (json, log) = (out.join(format!("{name}.json")), out.join(format!("{name}.log")));
     let code = procs::reconcile(bins, &[], &["count"], &json, &log).await?;
     let text = std::fs::read_to_string(&json).with_context(|| format!("reading {}", json.display()))?;
-    let v: serde_json::Value =
-        serde_json::from_str(text.trim()).with_context(|| format!("{} is not JSON", json.display()))?;
-    let counts: Vec<u64> = v["stores"].as_array().into_iter().flatten().filter_map(|s| s["count"].as_u64()).collect();
+    let v = Answer::parse(&text).with_context(|| format!("{} is not reconcile's JSON", json.display()))?;
+    let counts: Vec<u64> = v.totals().into_iter().flat_map(|t| &t.stores).map(|s| s.count).collect();
     match counts.first() {
         Some(&n)
             if code == Some(0)

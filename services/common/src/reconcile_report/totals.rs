@@ -93,6 +93,15 @@ pub enum ErrorKind {
     BadInput,
 }
 
+impl std::fmt::Display for ErrorKind {
+    /// The name reconcile prints (`bad_input`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ErrorKind::BadInput => "bad_input",
+        })
+    }
+}
+
 /// Bad input, answered as JSON in `--json` mode (exit 2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorAnswer {

@@ -31,6 +31,7 @@ use super::record::{CutInfo, EventKind, Progress};
 use super::stage::{nap, Abort, Stage, Step};
 use super::versions::{self, Poster};
 use crate::faults::Scenario;
+use pipeline_common::reconcile_report::Answer;
 use pipeline_stores::StoreKind;
 use std::time::Duration;
 use tracing::info;
@@ -463,6 +464,6 @@ async fn committed_in_store(st: &mut Stage<'_>, store: StoreKind) {
         st,
         code == Some(0),
         &format!("mid-cut: everything committed ({to}) is in {store} (reconcile replay --dry-run)"),
-        &format!("exit {code:?}: {} (see {out}.json)", v["message"].as_str().unwrap_or_default()),
+        &format!("exit {code:?}: {} (see {out}.json)", v.as_ref().and_then(Answer::message).unwrap_or_default()),
     );
 }

@@ -5,6 +5,7 @@ use super::freeze::{Frozen, Target};
 use super::stage::{nap, Abort, Stage, Step, DRAIN_S};
 use super::verdict::{EventKind, Progress};
 use crate::faults::Scenario;
+use pipeline_common::reconcile_report::{names, Answer};
 use pipeline_stores::StoreKind;
 use std::time::Duration;
 use tracing::info;
@@ -204,7 +205,7 @@ impl Stage<'_> {
     /// then `reconcile repair` rebuilds the store, and a second repair has nothing to do.
     pub(super) async fn repair_store(&mut self, store: StoreKind) {
         let (code, before) = self.count_load("before-repair").await;
-        let lost = before["classes"][format!("missing from {store}")]["total"].as_u64().unwrap_or(0);
+        let lost = before.as_ref().and_then(Answer::check).map_or(0, |c| c.total(&names::missing(store)));
         let seen = code == Some(1) && lost > 0;
         let detail = format!("reconcile exit {code:?}, {lost} missing from {store} (see before-repair.json)");
         self.check(
@@ -218,7 +219,7 @@ impl Stage<'_> {
         self.check(
             code == Some(0),
             &format!("reconcile repair --stores {store} exits 0"),
-            &format!("exit {code:?}: {}", repair["message"].as_str().unwrap_or_default()),
+            &format!("exit {code:?}: {}", repair.as_ref().and_then(Answer::message).unwrap_or_default()),
         );
         let again = self.reconcile(&["repair", "--stores", name, "--dry-run"], "repair-again").await;
         self.check(again == Some(0), "a second repair has nothing to do", &format!("exit {again:?}"));
@@ -239,7 +240,7 @@ async fn dlq_replay(st: &mut Stage<'_>) -> Step {
     }
     result?;
     let (code, replay) = st.reconcile_json(&["dlq", "replay"], "replay").await;
-    let msg = replay["message"].as_str().unwrap_or_default();
+    let msg = replay.as_ref().and_then(Answer::message).unwrap_or_default();
     st.check(code == Some(0), "reconcile dlq replay exits 0", &format!("exit {code:?}: {msg}"));
     st.event(EventKind::FaultEnd, "replayed", Some(Progress::Consume));
     Ok(())
@@ -252,7 +253,7 @@ async fn dlq_replay_steps(st: &mut Stage<'_>, z: super::sizes::Sizes) -> Step {
     st.open_loop("load", z.pre_s + z.post_s, z.rate)?;
     st.k6_wait("load").await?;
     let (code, before) = st.count_load("before-replay").await;
-    let dead = before["classes"]["dead-lettered (accepted)"]["total"].as_u64().unwrap_or(0);
+    let dead = before.as_ref().and_then(Answer::check).map_or(0, |c| c.total(names::DL_ACCEPTED));
     let seen = code == Some(1) && dead > 0;
     st.check(
         seen,

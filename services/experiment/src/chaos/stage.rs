@@ -11,6 +11,7 @@ use super::verdict::{self, Check, Event, EventKind, Progress, Record, Row};
 use super::Setting;
 use crate::procs::{self, Launch, ProcError, Service};
 use pipeline_common::config::KafkaArgs;
+use pipeline_common::reconcile_report::Answer;
 use pipeline_stores::StoreKind;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -441,14 +442,14 @@ impl<'a> Stage<'a> {
         procs::reconcile(&self.set.bins, &self.child_env, args, &json, &log).await.unwrap_or(None)
     }
 
-    /// The same, with its JSON answer (`Null` when it printed none).
-    pub(super) async fn reconcile_json(&self, args: &[&str], out: &str) -> (Option<i32>, serde_json::Value) {
+    /// The same, with its JSON answer (`None` when it printed none).
+    pub(super) async fn reconcile_json(&self, args: &[&str], out: &str) -> (Option<i32>, Option<Answer>) {
         let code = self.reconcile(args, out).await;
-        (code, verdict::last_json(&self.dir.join(format!("{out}.json"))).unwrap_or_default())
+        (code, verdict::last_json(&self.dir.join(format!("{out}.json"))))
     }
 
     /// `reconcile count` against the k6 run `load`, waiting for the drain, into `OUT.json`.
-    pub(super) async fn count_load(&self, out: &str) -> (Option<i32>, serde_json::Value) {
+    pub(super) async fn count_load(&self, out: &str) -> (Option<i32>, Option<Answer>) {
         let summary = self.dir.join("k6-load.json").display().to_string();
         self.reconcile_json(&["--drain-timeout", DRAIN_S, "count", "--expect-from", &summary], out).await
     }

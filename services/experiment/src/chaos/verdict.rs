@@ -7,9 +7,9 @@
 
 use super::monitor::Sample;
 pub(super) use super::record::{Check, Event, EventKind, Progress, Record, Recovery};
+use pipeline_common::reconcile_report::{names, Answer, CheckReport, Level};
 use pipeline_stores::StoreKind;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -150,64 +150,46 @@ fn freeze_notes(samples: &[Sample], events: &[Event]) -> (Vec<String>, Vec<Check
     (notes, checks)
 }
 
-fn total(classes: &Value, name: &str) -> u64 {
-    classes.get(name).and_then(|c| c.get("total")).and_then(Value::as_u64).unwrap_or(0)
-}
-
 /// The reconcile JSON's verdict: fills the row's counts and returns the id-level failures.
-fn reconcile_verdict(row: &mut Row, rec: &Value) -> Vec<String> {
+fn reconcile_verdict(row: &mut Row, rec: &Answer) -> Vec<String> {
     let mut failures = Vec::new();
-    if rec.get("drained") == Some(&Value::Bool(false)) {
-        let lag: Vec<String> = rec["lagging"]
-            .as_array()
-            .map(|a| a.iter().map(|x| format!("p{} {}/{}", x["partition"], x["committed"], x["high"])).collect())
-            .unwrap_or_default();
+    if let Some(nd) = rec.not_drained() {
+        let lag: Vec<String> = nd.lagging.iter().map(ToString::to_string).collect();
         failures.push(format!("NOT DRAINED ({})", lag.join(", ")));
         return failures;
     }
-    if let Some(e) = rec.get("error") {
-        let detail: String = rec["detail"].as_str().unwrap_or("").chars().take(200).collect();
-        failures.push(format!("reconcile: {e}: {detail}"));
+    if let Some(e) = rec.error() {
+        let detail: String = e.detail.chars().take(200).collect();
+        failures.push(format!("reconcile: {}: {detail}", e.error));
         return failures;
     }
-    let cl = &rec["classes"];
-    row.accepted = rec["expected"]["accepted"].as_u64();
+    let check = rec.check();
+    let total = |name: &str| check.map_or(0, |c| c.total(name));
+    let totals_expected = rec.totals().and_then(|t| t.expected).map(|e| e.accepted);
+    row.accepted = check.and_then(|c| c.expected).map(|e| e.accepted).or(totals_expected);
     for k in StoreKind::ALL {
-        row.lost_by_store.insert(k.name().into(), total(cl, &format!("missing from {k}")));
-        row.dup_by_store.insert(k.name().into(), total(cl, &format!("duplicated ({k})")));
+        row.lost_by_store.insert(k.name().into(), total(&names::missing(k)));
+        row.dup_by_store.insert(k.name().into(), total(&names::duplicated(k)));
     }
-    row.lost = Some(row.lost_by_store.values().max().copied().unwrap_or(0) + total(cl, "dead-lettered (accepted)"));
+    row.lost = Some(row.lost_by_store.values().max().copied().unwrap_or(0) + total(names::DL_ACCEPTED));
     row.duplicated = row.dup_by_store.values().max().copied();
-    row.uncertain_stored = Some(total(cl, "uncertain, stored"));
-    row.uncertain_not_stored = Some(total(cl, "uncertain, not stored"));
-    row.dead_letters = rec["dead_letters"]["records"].as_u64();
-    if rec["check"].as_str() != Some("ids") {
-        failures.push(format!("checked at {} level, not ids", rec["check"]));
+    row.uncertain_stored = Some(total(names::UNCERTAIN_STORED));
+    row.uncertain_not_stored = Some(total(names::UNCERTAIN_NOT_STORED));
+    row.dead_letters = check.map(|c| c.dead_letters.records);
+    if rec.level() != Some(Level::Ids) {
+        failures.push(format!("checked at {} level, not ids", rec.level().map_or("?", Level::name)));
     }
-    if let Some(map) = cl.as_object() {
-        for (k, c) in map {
-            let n = c["total"].as_u64().unwrap_or(0);
-            if c["failure"].as_bool() == Some(true) && n > 0 {
-                let ex: Vec<String> = c["examples"]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .take(3)
-                            .map(|x| x.as_str().map(str::to_string).unwrap_or_else(|| x.to_string()))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                failures.push(format!("{k} {n} (e.g. {})", ex.join(", ")));
-            }
-        }
+    for (k, c) in check.into_iter().flat_map(CheckReport::failing) {
+        let ex: Vec<&str> = c.examples.iter().take(3).map(String::as_str).collect();
+        failures.push(format!("{k} {} (e.g. {})", c.total, ex.join(", ")));
     }
     failures
 }
 
 /// The last line of a reconcile `--json` output that parses.
-pub(super) fn last_json(path: &Path) -> Option<Value> {
+pub(super) fn last_json(path: &Path) -> Option<Answer> {
     let text = std::fs::read_to_string(path).ok()?;
-    text.lines().rev().find_map(|l| serde_json::from_str::<Value>(l).ok())
+    Answer::last_in(&text).ok()
 }
 
 /// The row of the scenario whose evidence is in `dir`.
@@ -289,8 +271,8 @@ pub(super) fn row(dir: &Path, record: &Record) -> Row {
     }
     // Dead letters fail a scenario whatever reconcile says of the ids: none may be left (dlq-replay
     // replays its own, which reconcile then counts as replayed, not as records).
-    if let Some(r) = rec.as_ref().filter(|r| r["dead_letters"]["records"].as_u64().unwrap_or(0) > 0) {
-        let (n, topic) = (&r["dead_letters"]["records"], r["dead_letters"]["topic"].as_str().unwrap_or_default());
+    if let Some(r) = rec.as_ref().and_then(Answer::check).filter(|r| r.dead_letters.records > 0) {
+        let (n, topic) = (r.dead_letters.records, &r.dead_letters.topic);
         checks.push(Check { ok: false, check: "no dead letters".into(), detail: format!("{n} records in {topic}") });
     }
     checks.extend(record.checks.iter().cloned());
@@ -302,7 +284,7 @@ pub(super) fn row(dir: &Path, record: &Record) -> Row {
         .collect();
     row.verdict = if failures.is_empty() {
         "exact".into()
-    } else if rec.as_ref().is_some_and(|r| r.get("classes").is_some()) {
+    } else if rec.as_ref().is_some_and(|r| r.check().is_some()) {
         "NOT EXACT".into()
     } else {
         "NO VERDICT".into()
@@ -389,6 +371,7 @@ pub(super) fn all_passed(rows: &[Row]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pipeline_common::reconcile_report::{ClassSummary, DeadLetterSummary, ExpectedIds, Verdict};
 
     fn s(t: f64, committed: &[i64], high: &[i64]) -> Sample {
         Sample { t, committed: committed.to_vec(), high: high.to_vec(), ..Sample::default() }
@@ -403,17 +386,38 @@ mod tests {
         assert_eq!(recovery(&samples, 0.0, Progress::Produce), Some(1.0));
     }
 
+    /// An id-level report of 10 accepted ids with these classes, as reconcile prints it.
+    fn report(classes: BTreeMap<String, ClassSummary>) -> CheckReport {
+        CheckReport {
+            check: Level::Ids,
+            only_prefix: None,
+            source: String::new(),
+            expected: Some(ExpectedIds { accepted: 10, ..ExpectedIds::default() }),
+            content: None,
+            dead_letters: DeadLetterSummary::default(),
+            classes,
+            clean: true,
+            ok: true,
+            verdict: Verdict::Ok,
+            message: String::new(),
+            seconds: Vec::new(),
+            drained: None,
+            stores: None,
+        }
+    }
+
     #[test]
     fn a_clean_reconcile_is_exact_and_a_loss_is_not() {
         let dir = std::env::temp_dir().join(format!("verdict-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
-        let clean = serde_json::json!({"check": "ids", "expected": {"accepted": 10}, "classes": {}, "dead_letters": {"records": 0}});
+        let clean = report(BTreeMap::new());
         std::fs::write(dir.join("reconcile.json"), clean.to_string()).expect("write");
         let rec = Record { scenario: "x".into(), reconciled: Some(Some(0)), ..Record::default() };
         let row = row(&dir, &rec);
         assert_eq!((row.verdict.as_str(), row.accepted, row.lost), ("exact", Some(10), Some(0)));
-        let lossy = serde_json::json!({"check": "ids", "expected": {"accepted": 10}, "dead_letters": {"records": 0},
-            "classes": {"missing from redis": {"total": 2, "failure": true, "examples": ["a", "b"]}}});
+        let missing =
+            ClassSummary { total: 2, failure: true, examples: vec!["a".into(), "b".into()], ..Default::default() };
+        let lossy = report(BTreeMap::from([("missing from redis".to_string(), missing)]));
         std::fs::write(dir.join("reconcile.json"), lossy.to_string()).expect("write");
         let row = super::row(&dir, &rec);
         assert_eq!((row.verdict.as_str(), row.lost), ("NOT EXACT", Some(2)));

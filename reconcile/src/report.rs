@@ -166,7 +166,7 @@ impl Report {
             message: self.message(),
             seconds: self.timings.iter().map(|(k, s)| (k.clone(), (s * 1000.0).round() / 1000.0)).collect(),
             drained: self.counts.as_ref().map(|_| true),
-            stores: self.counts.as_ref().map(|c| store_counts(c)),
+            stores: self.counts.as_ref().map(store_counts),
         }
     }
 

@@ -46,7 +46,7 @@ async fn seeded_gaps_are_reported_exactly_and_reset_empties_everything() {
     let report = report.totals().unwrap_or_else(|| panic!("a totals report: {report}"));
     assert!(!report.ok);
     assert_eq!(
-        [count_of(&report, "mysql"), count_of(&report, "redis"), count_of(&report, "es"), count_of(&report, "mongo")],
+        [count_of(report, "mysql"), count_of(report, "redis"), count_of(report, "es"), count_of(report, "mongo")],
         [101, 101, 99, 100]
     );
 

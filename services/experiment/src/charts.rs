@@ -4,7 +4,8 @@
 //! `crossover.rs`; what they share (size, font, palette) in `chart_style.rs`.
 
 use crate::chart_style::{colour, ChartError, Draw, FONT, WIDTH};
-use crate::report::{cells, processes, RoundView};
+use crate::report::{cells, RoundView};
+use crate::stats::processes;
 use crate::stats::spread;
 use plotters::prelude::*;
 use std::path::Path;

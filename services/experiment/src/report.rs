@@ -8,7 +8,7 @@
 use crate::evidence::Evidence;
 use crate::gates::{self, Gate, Verdict};
 use crate::plan::{LoadKind, Slot};
-use crate::stats::{self, spread, RoundStats};
+use crate::stats::{self, processes, spread, RoundStats};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -44,14 +44,6 @@ pub(crate) fn analyse(ev: &Evidence) -> Vec<RoundView> {
             RoundView { name: r.name.clone(), slot, conditions, valid: gates::valid(&g), stats: s, gates: g }
         })
         .collect()
-}
-
-/// Process columns in a fixed order: ours, the load generator, the broker, then each store's
-/// server in the registry's order.
-pub(crate) fn processes() -> Vec<&'static str> {
-    let mut p = vec!["writer", "ingest", "k6", "kafka"];
-    p.extend(pipeline_stores::StoreKind::ALL.iter().map(|k| k.name()));
-    p
 }
 
 pub(crate) fn f(v: Option<f64>, digits: usize) -> String {

@@ -11,6 +11,15 @@ use crate::prom::label;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+/// Process columns in a fixed order: ours, the load generator, the broker, then each store's
+/// server in the registry's order. Here, beside the per-process CPU it orders, because the report,
+/// its charts and the soak all show processes in this order and none of them owns the others.
+pub(crate) fn processes() -> Vec<&'static str> {
+    let mut p = vec!["writer", "ingest", "k6", "kafka"];
+    p.extend(pipeline_stores::StoreKind::ALL.iter().map(|k| k.name()));
+    p
+}
+
 #[derive(Debug, Clone, Default)]
 pub(crate) struct PoolStats {
     /// Over the measured phase.

@@ -13,7 +13,7 @@ fn minute(w: &Window) -> f64 {
 }
 
 fn per_process(s: &Soak, f: fn(&ProcWindow) -> Option<f64>, scale: f64) -> Series {
-    of(s, &crate::report::processes(), f, scale)
+    of(s, &crate::stats::processes(), f, scale)
 }
 
 fn of(s: &Soak, names: &[&str], f: fn(&ProcWindow) -> Option<f64>, scale: f64) -> Series {
@@ -41,7 +41,7 @@ pub(crate) fn draw(path: &Path, s: &Soak) -> Draw<()> {
         })
         .collect();
     // Ours apart: next to k6's and Redis's gigabytes a leak of ours would be a flat line.
-    let others: Vec<&str> = crate::report::processes().into_iter().filter(|p| !super::JUDGED.contains(p)).collect();
+    let others: Vec<&str> = crate::stats::processes().into_iter().filter(|p| !super::JUDGED.contains(p)).collect();
     let panels: [(&str, Series); 7] = [
         ("k6 latency per window, ms", latency),
         ("CPU per message, µs", per_process(s, |p| p.cpu_us_per_msg, 1.0)),
@@ -61,7 +61,7 @@ pub(crate) fn draw(path: &Path, s: &Soak) -> Draw<()> {
         (FONT, 26),
     ))?;
     let xmax = s.windows.last().map(minute).unwrap_or(1.0).max(1.0);
-    let order = crate::report::processes();
+    let order = crate::stats::processes();
     for (area, (desc, data)) in body.split_evenly((7, 1)).iter().zip(panels.iter()) {
         // Log scale would hide a slow drift; a linear axis from 0 shows it against the level.
         let ymax = data.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(1.0, f64::max) * 1.15;

@@ -186,7 +186,7 @@ fn checks(s: &Soak, round_valid: bool) -> Vec<Check> {
     }
     let (first, last) = (&s.windows[..s.edge], &s.windows[n - s.edge..]);
     let edge = match s.edge as f64 * s.window_s {
-        e if e >= 60.0 => format!("{} min", render::minutes(e)),
+        e if e >= 60.0 => format!("{} min", minutes(e)),
         e => format!("{e:.0} s"),
     };
     out.push(match (s.first.1, s.last.1) {
@@ -238,6 +238,17 @@ fn checks(s: &Soak, round_valid: bool) -> Vec<Check> {
         }
     }
     out
+}
+
+/// `12` for whole minutes, `0.5` for windows shorter than a minute. Here, not in render.rs, because
+/// the checks name their edges in minutes too, and render.rs reads this file's types: one way only.
+fn minutes(secs: f64) -> String {
+    let m = secs / 60.0;
+    if (m - m.round()).abs() < 1e-9 {
+        format!("{m:.0}")
+    } else {
+        format!("{m:.1}")
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The soak's section of report.md: the verdict with its checks, then one table per kind of
 //! figure, a row per window, so a drift can be read off without the chart.
 
-use super::{Soak, Window};
+use super::{minutes, Soak, Window};
 use std::fmt::Write;
 
 const MIB: f64 = 1048576.0;
@@ -12,7 +12,7 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 
 /// Every process that appears in any window, ours first (the report's order).
 fn processes(s: &Soak) -> Vec<String> {
-    let mut names: Vec<String> = crate::report::processes().iter().map(|p| p.to_string()).collect();
+    let mut names: Vec<String> = crate::stats::processes().iter().map(|p| p.to_string()).collect();
     names.retain(|n| s.windows.iter().any(|w| w.procs.contains_key(n)));
     names
 }
@@ -24,16 +24,6 @@ fn table(out: &mut String, s: &Soak, head: &[String], row: &dyn Fn(&Window) -> V
         let _ = writeln!(out, "| {} | {} |", minutes(w.start_s), row(w).join(" | "));
     }
     out.push('\n');
-}
-
-/// `12` for whole minutes, `0.5` for windows shorter than a minute.
-pub(super) fn minutes(secs: f64) -> String {
-    let m = secs / 60.0;
-    if (m - m.round()).abs() < 1e-9 {
-        format!("{m:.0}")
-    } else {
-        format!("{m:.1}")
-    }
 }
 
 pub(crate) fn render(s: &Soak) -> String {

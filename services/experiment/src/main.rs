@@ -9,10 +9,8 @@ mod backlog;
 mod bench;
 mod chaos;
 mod chart_style;
-mod charts;
 mod cli;
 mod condition;
-mod crossover;
 mod duration;
 mod envinfo;
 mod evidence;
@@ -32,66 +30,15 @@ mod sampler;
 mod soak;
 mod stages;
 mod stats;
-mod timeline_chart;
 mod warm;
 
 use clap::Parser;
 use cli::{Cli, Cmd};
-use std::path::Path;
 use std::process::ExitCode;
-use tracing::{info, warn};
 
 const INVALID: u8 = 1;
 const BAD_PLAN: u8 = 2;
 const CANNOT_RUN: u8 = 3;
-
-/// Writes report.md, verdicts.json and the charts of an evidence folder; true when every round
-/// is valid. Charts are skipped (and the report says so) when no font is found.
-pub fn write_report(dir: &Path, font: Option<&Path>) -> anyhow::Result<bool> {
-    let ev = evidence::Evidence::load(dir)?;
-    let views = report::analyse(&ev);
-    let charts = match chart_style::register_font(font) {
-        Ok(_) => match charts::render_all(dir, &ev, &views) {
-            Ok(c) => c,
-            Err(e) => {
-                warn!("charts not drawn: {e}");
-                Vec::new()
-            }
-        },
-        Err(e) => {
-            warn!("charts not drawn: {e}");
-            Vec::new()
-        }
-    };
-    let mut md = report::render(&ev, &views, &charts);
-    if charts.is_empty() {
-        md.push_str("\n(No charts: see the warning in the run's output; `experiment report DIR --font FILE` draws them later.)\n");
-    }
-    // A soak is also judged for drift; its verdict decides the exit code with the gates.
-    let soak = soak::analyse(&ev, views.first().is_some_and(|v| v.valid));
-    if let Some(s) = &soak {
-        md.push_str(&soak::render(s));
-        if !charts.is_empty() {
-            if let Err(e) = soak::draw(&dir.join("soak.png"), s) {
-                warn!("soak chart not drawn: {e}");
-            }
-        }
-        let checks: Vec<serde_json::Value> =
-            s.checks.iter().map(|c| serde_json::json!({ "check": c.what, "ok": c.ok, "detail": c.detail })).collect();
-        let json = serde_json::json!({ "round": s.round, "flat": s.flat(), "checks": checks });
-        std::fs::write(dir.join("soak.json"), serde_json::to_string_pretty(&json)? + "\n")?;
-        info!("soak: {}", if s.flat() { "flat" } else { "NOT flat (report.md says which check failed)" });
-    }
-    std::fs::write(dir.join("report.md"), md)?;
-    let verdicts = serde_json::to_string_pretty(&report::verdicts_json(&views))?;
-    std::fs::write(dir.join("verdicts.json"), verdicts + "\n")?;
-    let valid = views.iter().filter(|v| v.valid).count();
-    info!("report: {} ({valid} of {} rounds valid)", dir.join("report.md").display(), views.len());
-    for v in views.iter().filter(|v| !v.valid) {
-        warn!("round {} INVALID: {}", v.name, gates::reasons(&v.gates));
-    }
-    Ok(valid == views.len() && soak.as_ref().is_none_or(soak::Soak::flat))
-}
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -99,7 +46,9 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     let work = async {
         match cli.cmd {
-            Some(Cmd::Report { dir, font }) => write_report(&dir, font.as_deref()).map_err(run::RunError::Other),
+            Some(Cmd::Report { dir, font }) => {
+                report::write_report(&dir, font.as_deref()).map_err(run::RunError::Other)
+            }
             Some(Cmd::Run(args)) => run::run(&args).await.map(|(_, ok)| ok),
             Some(Cmd::Soak(args)) => run::run(&args.run_args()).await.map(|(_, ok)| ok),
             Some(Cmd::Chaos(args)) => chaos::run(&args).await,

@@ -194,6 +194,6 @@ pub(crate) async fn run_in(args: &RunArgs, held: Option<&File>) -> Result<(PathB
             rec.setup_error.as_ref().map(|e| format!(", SETUP FAILED: {e}")).unwrap_or_default()
         );
     }
-    let all_valid = crate::write_report(&out, args.places.font.as_deref())?;
+    let all_valid = crate::report::write_report(&out, args.places.font.as_deref())?;
     Ok((out, all_valid))
 }

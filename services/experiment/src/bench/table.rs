@@ -4,7 +4,7 @@
 
 use super::Settings;
 use crate::evidence::Evidence;
-use crate::report::RoundView;
+use crate::report::view::{analyse, RoundView};
 use crate::stats::num;
 use anyhow::Context;
 use serde_json::Value;
@@ -137,8 +137,7 @@ pub(super) fn knee(single: &Path) -> anyhow::Result<f64> {
 /// A one-round experiment's evidence and the view of its round.
 fn first_round(dir: &Path) -> anyhow::Result<(Evidence, RoundView)> {
     let ev = Evidence::load(dir)?;
-    let view =
-        crate::report::analyse(&ev).into_iter().next().with_context(|| format!("{} has no round", dir.display()))?;
+    let view = analyse(&ev).into_iter().next().with_context(|| format!("{} has no round", dir.display()))?;
     Ok((ev, view))
 }
 
@@ -198,7 +197,7 @@ fn latency(md: &mut String, out: &Path, rates: &[u32]) -> anyhow::Result<()> {
     let refs = out.join("references");
     let low = rates.first().copied().unwrap_or(0);
     let ev = Evidence::load(&out.join("open"))?;
-    let views = crate::report::analyse(&ev);
+    let views = analyse(&ev);
     writeln!(md, "\n## Latency, open loop\n")?;
     writeln!(
         md,

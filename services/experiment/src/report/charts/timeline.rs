@@ -5,7 +5,7 @@
 
 use crate::chart_style::{colour, Draw, FONT, WIDTH};
 use crate::evidence::{Evidence, RoundEvidence};
-use crate::report::RoundView;
+use crate::report::view::RoundView;
 use crate::stats::pool_name;
 use plotters::prelude::*;
 use std::path::Path;

@@ -1,6 +1,11 @@
-use super::*;
+use super::charts::crossover::draw;
+use super::crossover::build;
+use super::markdown::crossover::render;
+use super::view::RoundView;
+use crate::evidence::Evidence;
 use crate::plan::{Plan, Slot};
 use crate::stats::PoolStats;
+use crate::stats::RoundStats;
 
 /// A round of `policy` under condition `n` (1..): its end-to-end rate and caller-runs in a 60 s phase.
 fn round(policy: &str, n: u32, rep: u32, rate: f64, caller_runs: f64, valid: bool) -> RoundView {

@@ -2,87 +2,21 @@
 //! median, min and max of throughput, latency, CPU per message per process and pool activity,
 //! side by side with the ratio to the best; for a gradient, the knee.
 //!
-//! One file past ~400 lines on purpose: `report.md` reads top to bottom as this file does (its
-//! tests are in report_tests.rs).
+//! `report.md` reads top to bottom as this file does (its tests are in tests.rs); the crossover
+//! section is `crossover.rs`. What it shows comes from the report's model (`report::view`,
+//! `report::crossover`), and its numbers read as `report::format` writes them.
+
+/// `pub(super)` for the crossover's tests, which read its model, its section and its chart.
+pub(super) mod crossover;
 
 use crate::evidence::Evidence;
-use crate::gates::{self, Gate, Verdict};
-use crate::plan::{LoadKind, Slot};
+use crate::gates::Verdict;
+use crate::plan::LoadKind;
+use crate::report::format::{f, med_range};
+use crate::report::view::{cells, valid_of, RoundView};
 use crate::stats::{self, processes, spread, RoundStats};
 use std::collections::BTreeMap;
 use std::fmt::Write;
-
-/// One round as the report sees it.
-pub(crate) struct RoundView {
-    pub name: String,
-    pub slot: Slot,
-    /// The round's condition as its proxies measured it (empty: none).
-    pub conditions: Vec<crate::condition::proxy::ProxyStats>,
-    pub stats: RoundStats,
-    pub gates: Vec<Gate>,
-    pub valid: bool,
-}
-
-pub(crate) fn analyse(ev: &Evidence) -> Vec<RoundView> {
-    let owners = gates::boot_owners(&ev.rounds);
-    ev.rounds
-        .iter()
-        .map(|r| {
-            let s = stats::compute(r);
-            let g = gates::evaluate(&ev.plan, r, &s, &owners);
-            let slot = r.record.slot.clone().unwrap_or(Slot {
-                index: 0,
-                rep: 0,
-                point: 0,
-                policy: "?".into(),
-                fault: None,
-                condition: None,
-            });
-            // Under a condition sweep a round is grouped as its policy under its condition.
-            let slot = Slot { policy: crate::plan::Plan::label(&slot), ..slot };
-            let conditions = r.record.conditions.clone();
-            RoundView { name: r.name.clone(), slot, conditions, valid: gates::valid(&g), stats: s, gates: g }
-        })
-        .collect()
-}
-
-pub(crate) fn f(v: Option<f64>, digits: usize) -> String {
-    v.map(|x| format!("{x:.digits$}")).unwrap_or_else(|| "–".into())
-}
-
-fn med_range(values: &[f64], digits: usize) -> String {
-    spread_text(spread(values), values.len(), digits)
-}
-
-/// A median with its min–max when `n` rounds made it, alone for one round.
-pub(crate) fn spread_text(s: Option<stats::Spread>, n: usize, digits: usize) -> String {
-    match s {
-        Some((m, lo, hi)) if n > 1 => format!("{m:.digits$} ({lo:.digits$}–{hi:.digits$})"),
-        Some((m, _, _)) => format!("{m:.digits$}"),
-        None => "–".into(),
-    }
-}
-
-/// Policies in plan order, then load points: the cells the report compares.
-pub(crate) fn cells(ev: &Evidence, views: &[RoundView]) -> Vec<(String, u32)> {
-    let mut out = Vec::new();
-    for &point in &ev.plan.points() {
-        for p in &ev.plan.labels() {
-            out.push((p.clone(), point));
-        }
-    }
-    for v in views {
-        let key = (v.slot.policy.clone(), v.slot.point);
-        if !out.contains(&key) {
-            out.push(key);
-        }
-    }
-    out
-}
-
-fn valid_of<'a>(views: &'a [RoundView], cell: &(String, u32)) -> Vec<&'a RoundView> {
-    views.iter().filter(|v| v.valid && v.slot.policy == cell.0 && v.slot.point == cell.1).collect()
-}
 
 pub(crate) fn render(ev: &Evidence, views: &[RoundView], charts: &[String]) -> String {
     let plan = &ev.plan;
@@ -178,8 +112,8 @@ pub(crate) fn render(ev: &Evidence, views: &[RoundView], charts: &[String]) -> S
 
     per_policy(&mut md, ev, views);
     comparisons(&mut md, ev, views);
-    if let Some(x) = crate::crossover::build(ev, views) {
-        crate::crossover::render(&mut md, &x);
+    if let Some(x) = crate::report::crossover::build(ev, views) {
+        crossover::render(&mut md, &x);
     }
     cpu_table(&mut md, ev, views);
     pool_table(&mut md, ev, views);
@@ -430,36 +364,5 @@ fn rounds_table(md: &mut String, views: &[RoundView]) {
     }
 }
 
-/// `verdicts.json`: every round's gates, for scripts and tests.
-pub(crate) fn verdicts_json(views: &[RoundView]) -> serde_json::Value {
-    serde_json::Value::Array(
-        views
-            .iter()
-            .map(|v| {
-                let gates: Vec<serde_json::Value> = v
-                    .gates
-                    .iter()
-                    .map(|g| {
-                        let verdict = match g.verdict {
-                            Verdict::Pass => "pass",
-                            Verdict::Warn => "warn",
-                            Verdict::Fail => "fail",
-                        };
-                        serde_json::json!({ "gate": g.name, "verdict": verdict, "detail": g.detail })
-                    })
-                    .collect();
-                serde_json::json!({
-                    "round": v.name, "policy": v.slot.policy, "point": v.slot.point, "valid": v.valid,
-                    "reasons": gates::reasons(&v.gates), "throughput": v.stats.throughput, "writer_rate": v.stats.writer_rate, "p99_ms": v.stats.p99,
-                    "caller_runs": v.stats.caller_runs(), "rejections": v.stats.rejected(), "gates": gates,
-                    "p50_ms": v.stats.p50, "messages": v.stats.messages, "cpu_us_per_msg": v.stats.cpu_us_per_msg,
-                    "k6_cores": v.stats.k6_cores, "outside_cores": v.stats.outside_cores,
-                })
-            })
-            .collect(),
-    )
-}
-
 #[cfg(test)]
-#[path = "report_tests.rs"]
 mod tests;

@@ -1,48 +1,16 @@
 //! The summary charts (PNG, 1200 px wide): throughput per round per policy, latency percentiles,
 //! CPU per message per process, and for a gradient achieved-vs-target rate and p99 vs rate.
-//! The per-policy pool timelines are in `timeline_chart.rs`, a sweep's crossover chart in
-//! `crossover.rs`; what they share (size, font, palette) in `chart_style.rs`.
+//! The per-policy pool timelines are in `timeline.rs`, a sweep's crossover chart in
+//! `crossover.rs`; what they share (size, font, palette) in `crate::chart_style`.
 
-use crate::chart_style::{colour, ChartError, Draw, FONT, WIDTH};
-use crate::report::{cells, RoundView};
-use crate::stats::processes;
-use crate::stats::spread;
+use super::axis::category;
+use crate::chart_style::{colour, Draw, FONT, WIDTH};
+use crate::report::view::{cells, RoundView};
+use crate::stats::{processes, spread};
 use plotters::prelude::*;
 use std::path::Path;
 
-/// Renders every summary chart into `dir`; returns the file names written.
-pub(crate) fn render_all(
-    dir: &Path,
-    ev: &crate::evidence::Evidence,
-    views: &[RoundView],
-) -> Result<Vec<String>, ChartError> {
-    let mut out = Vec::new();
-    let mut run = |name: &str, f: &dyn Fn(&Path) -> Draw<()>| -> Result<(), ChartError> {
-        f(&dir.join(name)).map_err(|e| ChartError::Draw(name.into(), e.to_string()))?;
-        out.push(name.to_string());
-        Ok(())
-    };
-    if ev.plan.load != crate::plan::LoadKind::Open {
-        run("throughput.png", &|p| throughput(p, ev, views))?;
-    } else {
-        run("gradient-rate.png", &|p| gradient(p, ev, views, false))?;
-        run("gradient-p99.png", &|p| gradient(p, ev, views, true))?;
-    }
-    if let Some(x) = crate::crossover::build(ev, views) {
-        run("crossover.png", &|p| crate::crossover::draw(p, &x))?;
-    }
-    run("latency.png", &|p| latency(p, ev, views))?;
-    run("cpu.png", &|p| cpu(p, ev, views))?;
-    for (i, policy) in ev.plan.labels().iter().enumerate() {
-        let name = format!("pool-{policy}.png");
-        if let Some(r) = crate::timeline_chart::representative(ev, views, policy) {
-            run(&name, &|p| crate::timeline_chart::pools(p, ev, r, policy, i))?;
-        }
-    }
-    Ok(out)
-}
-
-fn throughput(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) -> Draw<()> {
+pub(super) fn throughput(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) -> Draw<()> {
     let canvas = BitMapBackend::new(path, (WIDTH, 730)).into_drawing_area();
     canvas.fill(&WHITE)?;
     let (root, note) = canvas.split_vertically(690);
@@ -107,7 +75,7 @@ fn throughput(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) 
 }
 
 /// Bars of p50, p95, p99 (median over valid rounds) per policy, with min–max whiskers.
-fn latency(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) -> Draw<()> {
+pub(super) fn latency(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) -> Draw<()> {
     let cells = cells(ev, views);
     let root = BitMapBackend::new(path, (WIDTH, 700)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -171,7 +139,7 @@ fn latency(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) -> 
 }
 
 /// Stacked bars: CPU µs per message of each process, per policy (medians of valid rounds).
-fn cpu(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) -> Draw<()> {
+pub(super) fn cpu(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) -> Draw<()> {
     let cells = cells(ev, views);
     let root = BitMapBackend::new(path, (WIDTH, 700)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -239,7 +207,7 @@ fn cpu(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView]) -> Draw
 }
 
 /// Open loop: achieved vs target rate (with the ideal diagonal), or p99 vs target rate.
-fn gradient(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView], p99: bool) -> Draw<()> {
+pub(super) fn gradient(path: &Path, ev: &crate::evidence::Evidence, views: &[RoundView], p99: bool) -> Draw<()> {
     let root = BitMapBackend::new(path, (WIDTH, 700)).into_drawing_area();
     root.fill(&WHITE)?;
     let xmax = ev.plan.rates.iter().copied().max().unwrap_or(1) as f64 * 1.1;
@@ -316,13 +284,4 @@ fn cell_label(ev: &crate::evidence::Evidence, c: &(String, u32)) -> String {
     } else {
         c.0.clone()
     }
-}
-
-/// An x tick's label on a category axis (categories at 0, 1, 2, ...).
-pub(crate) fn category(labels: &[String], x: f64) -> String {
-    let i = x.round();
-    if (x - i).abs() > 0.01 || i < 0.0 {
-        return String::new();
-    }
-    labels.get(i as usize).cloned().unwrap_or_default()
 }

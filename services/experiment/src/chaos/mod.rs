@@ -20,6 +20,7 @@
 //! the monitor's samples (`cuts.rs`). They need root and iproute2.
 
 mod cuts;
+mod files;
 mod freeze;
 mod hosts;
 mod ids;
@@ -31,6 +32,7 @@ mod record;
 mod scenarios;
 mod sizes;
 mod stage;
+mod table;
 mod verdict;
 mod versions;
 
@@ -182,7 +184,7 @@ pub(crate) async fn run(args: &ChaosArgs) -> Result<bool, crate::run::RunError> 
         t0.elapsed().as_secs(),
         set.restart_delay_s,
         out.display(),
-        verdict::table(&rows)
+        table::table(&rows)
     );
     print!("{text}");
     std::fs::write(out.join("table.txt"), &text).context("writing table.txt")?;

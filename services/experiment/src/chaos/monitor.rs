@@ -116,7 +116,7 @@ impl Monitor {
         Ok(Monitor { stop, task, samples })
     }
 
-    /// The samples so far that carry offsets (as [`super::verdict::load_samples`] reads them back).
+    /// The samples so far that carry offsets (as [`super::files::load_samples`] reads them back).
     pub(super) fn samples(&self) -> Vec<Sample> {
         self.samples.lock().map(|v| v.iter().filter(|s| s.has_offsets()).cloned().collect()).unwrap_or_default()
     }

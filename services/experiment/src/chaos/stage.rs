@@ -4,6 +4,7 @@
 //! the load, reconciles, checks that nothing crashed and that the writers exit 0 on SIGTERM, and
 //! writes the row.
 
+use super::files;
 use super::hosts::Hosts;
 use super::monitor::{now, Monitor};
 use super::record::CutInfo;
@@ -445,7 +446,7 @@ impl<'a> Stage<'a> {
     /// The same, with its JSON answer (`None` when it printed none).
     pub(super) async fn reconcile_json(&self, args: &[&str], out: &str) -> (Option<i32>, Option<Answer>) {
         let code = self.reconcile(args, out).await;
-        (code, verdict::last_json(&self.dir.join(format!("{out}.json"))))
+        (code, files::last_json(&self.dir.join(format!("{out}.json"))))
     }
 
     /// `reconcile count` against the k6 run `load`, waiting for the drain, into `OUT.json`.

@@ -3,8 +3,10 @@
 //! drained, the poison corpus's expectations) are counted apart. Everything here reads the
 //! scenario's files only, so a verdict can be recomputed from an evidence folder.
 //!
-//! One file past ~400 lines on purpose: every way a scenario can fail is read in one place.
+//! Judging only: the files are read by `files.rs` and the rows written as a table by
+//! `table.rs`; every way a scenario can fail is still judged in this one file.
 
+use super::files::{load, ScenarioFiles};
 use super::monitor::Sample;
 pub(super) use super::record::{Check, Event, EventKind, Progress, Record, Recovery};
 use pipeline_common::reconcile_report::{names, Answer, CheckReport, Level};
@@ -37,12 +39,6 @@ pub(super) struct Row {
     pub checks_summary: String,
 }
 
-/// The monitor's samples that carry offsets, in time order.
-pub(super) fn load_samples(path: &Path) -> Vec<Sample> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    text.lines().filter_map(|l| serde_json::from_str::<Sample>(l).ok()).filter(Sample::has_offsets).collect()
-}
-
 fn at_or_before(samples: &[Sample], t: f64) -> Option<&Sample> {
     samples.iter().take_while(|s| s.t <= t).last().or(samples.first())
 }
@@ -50,7 +46,7 @@ fn at_or_before(samples: &[Sample], t: f64) -> Option<&Sample> {
 /// Seconds after `t` until the pipeline moved again: `Produce`, the topic's high watermarks grew;
 /// `Consume`, every partition that lagged at `t` had its committed offset move or had no lag
 /// left (a partition stuck behind a dead member counts even when the others progress).
-/// `samples` are those with offsets, in time order (as the monitor and `load_samples` give them).
+/// `samples` are those with offsets, in time order (as the monitor and `files::load_samples` give them).
 pub(super) fn recovery(samples: &[Sample], t: f64, progress: Progress) -> Option<f64> {
     let base = at_or_before(samples, t)?;
     let later: Vec<&Sample> = samples.iter().filter(|s| s.t > t).collect();
@@ -186,31 +182,56 @@ fn reconcile_verdict(row: &mut Row, rec: &Answer) -> Vec<String> {
     failures
 }
 
-/// The last line of a reconcile `--json` output that parses.
-pub(super) fn last_json(path: &Path) -> Option<Answer> {
-    let text = std::fs::read_to_string(path).ok()?;
-    Answer::last_in(&text).ok()
+/// The row of the scenario whose evidence is in `dir`: its files loaded, then judged.
+pub(super) fn row(dir: &Path, record: &Record) -> Row {
+    judge(&load(dir), record)
 }
 
-/// The row of the scenario whose evidence is in `dir`.
-pub(super) fn row(dir: &Path, record: &Record) -> Row {
+/// The row of a scenario from its files and its record: the id-level verdict (reconcile's),
+/// the recoveries after each fault, then the other checks, which are counted apart.
+fn judge(files: &ScenarioFiles, record: &Record) -> Row {
     let mut row = Row { scenario: record.scenario.clone(), faults: record.faults.clone(), ..Row::default() };
-    let rec = last_json(&dir.join("reconcile.json"));
-    let mut failures = match (&rec, &record.reconciled) {
-        (Some(rec), _) => reconcile_verdict(&mut row, rec),
+    let rec = &files.rec;
+    let samples = &files.samples;
+    let events = &record.events;
+    let mut failures = id_failures(&mut row, files, record);
+    failures.extend(recoveries(&mut row, samples, events));
+    let (notes, mut checks) = freeze_notes(samples, events);
+    row.notes.extend(notes);
+    let (notes, cut_checks) = super::cuts::notes(samples, events);
+    row.notes.extend(notes);
+    checks.extend(cut_checks);
+    let (notes, backlog_checks) = event_notes(samples, events);
+    row.notes.extend(notes);
+    checks.extend(backlog_checks);
+    checks.extend(dead_letters(rec.as_ref()));
+    checks.extend(record.checks.iter().cloned());
+    row.notes.extend(record.notes.iter().cloned());
+    conclude(row, failures, checks, rec.as_ref())
+}
+
+/// The id-level failures: reconcile's verdict when it answered (which also fills the row's
+/// counts), else why there is none.
+fn id_failures(row: &mut Row, files: &ScenarioFiles, record: &Record) -> Vec<String> {
+    match (&files.rec, &record.reconciled) {
+        (Some(rec), _) => reconcile_verdict(row, rec),
         (None, Some(code)) => {
-            let err = std::fs::read_to_string(dir.join("reconcile.log")).unwrap_or_default();
+            let err = &files.reconcile_log;
             let last: String = err.lines().last().unwrap_or("").chars().take(300).collect();
             vec![format!("reconcile produced no JSON (exit {code:?}): {last}")]
         }
         (None, None) => vec!["not reconciled (the scenario was aborted)".into()],
-    };
-    let samples = load_samples(&dir.join("monitor.jsonl"));
-    let events = &record.events;
+    }
+}
+
+/// How long the pipeline took to move again after each fault ended, into the row (with a note
+/// when there were several); a fault after which it never moved is a failure.
+fn recoveries(row: &mut Row, samples: &[Sample], events: &[Event]) -> Vec<String> {
+    let mut failures = Vec::new();
     let starts: Vec<f64> = events.iter().filter(|e| e.kind == EventKind::FaultStart).map(|e| e.t).collect();
     for e in events.iter().filter(|e| e.kind == EventKind::FaultEnd) {
         let progress = e.progress.unwrap_or(Progress::Consume);
-        let x = recovery(&samples, e.t, progress);
+        let x = recovery(samples, e.t, progress);
         let next = starts.iter().find(|s| **s > e.t);
         let next_fault_first = matches!((x, next), (Some(x), Some(n)) if *n < e.t + x);
         if x.is_none() {
@@ -219,29 +240,34 @@ pub(super) fn row(dir: &Path, record: &Record) -> Row {
         row.recoveries.push(Recovery { fault: e.label.clone(), progress, recover_s: x, next_fault_first });
     }
     if row.recoveries.len() > 1 {
-        let each: Vec<String> = row
-            .recoveries
-            .iter()
-            .map(|r| {
-                let s = r.recover_s.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into());
-                format!("{} {s}{}", r.fault, if r.next_fault_first { "*" } else { "" })
-            })
-            .collect();
-        let star =
-            if row.recoveries.iter().any(|r| r.next_fault_first) { " (* = the next fault came first)" } else { "" };
-        row.notes.push(format!("recovery per fault (s): {}{star}", each.join(", ")));
+        row.notes.push(recovery_note(&row.recoveries));
     }
     row.recover_max_s =
         row.recoveries.iter().filter_map(|r| r.recover_s).fold(None, |m, x| Some(m.map_or(x, |m: f64| m.max(x))));
-    let (notes, mut checks) = freeze_notes(&samples, events);
-    row.notes.extend(notes);
-    let (notes, cut_checks) = super::cuts::notes(&samples, events);
-    row.notes.extend(notes);
-    checks.extend(cut_checks);
+    failures
+}
+
+/// The note of several recoveries: each fault's seconds, starred where the next fault came first.
+fn recovery_note(recoveries: &[Recovery]) -> String {
+    let each: Vec<String> = recoveries
+        .iter()
+        .map(|r| {
+            let s = r.recover_s.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into());
+            format!("{} {s}{}", r.fault, if r.next_fault_first { "*" } else { "" })
+        })
+        .collect();
+    let star = if recoveries.iter().any(|r| r.next_fault_first) { " (* = the next fault came first)" } else { "" };
+    format!("recovery per fault (s): {}{star}", each.join(", "))
+}
+
+/// The lag at each `Lag` and `NeedBacklog` event, as notes; a `NeedBacklog` without a backlog
+/// fails its check (the scenario then tested nothing).
+fn event_notes(samples: &[Sample], events: &[Event]) -> (Vec<String>, Vec<Check>) {
+    let (mut notes, mut checks) = (Vec::new(), Vec::new());
     for e in events {
-        let s = at_or_before(&samples, e.t);
+        let s = at_or_before(samples, e.t);
         match e.kind {
-            EventKind::Lag => row.notes.push(format!(
+            EventKind::Lag => notes.push(format!(
                 "lag at {}: {} records",
                 e.label,
                 s.map(|s| s.lag().to_string()).unwrap_or("?".into())
@@ -251,11 +277,7 @@ pub(super) fn row(dir: &Path, record: &Record) -> Row {
                 let of = s.map(|s| {
                     format!("committed {} of {}", s.committed.iter().sum::<i64>(), s.high.iter().sum::<i64>())
                 });
-                row.notes.push(format!(
-                    "lag at {}: {lag} records ({})",
-                    e.label,
-                    of.unwrap_or_else(|| "no sample".into())
-                ));
+                notes.push(format!("lag at {}: {lag} records ({})", e.label, of.unwrap_or_else(|| "no sample".into())));
                 checks.push(Check {
                     ok: lag > 0,
                     check: format!("a backlog at {}", e.label),
@@ -269,14 +291,19 @@ pub(super) fn row(dir: &Path, record: &Record) -> Row {
             _ => {}
         }
     }
-    // Dead letters fail a scenario whatever reconcile says of the ids: none may be left (dlq-replay
-    // replays its own, which reconcile then counts as replayed, not as records).
-    if let Some(r) = rec.as_ref().and_then(Answer::check).filter(|r| r.dead_letters.records > 0) {
-        let (n, topic) = (r.dead_letters.records, &r.dead_letters.topic);
-        checks.push(Check { ok: false, check: "no dead letters".into(), detail: format!("{n} records in {topic}") });
-    }
-    checks.extend(record.checks.iter().cloned());
-    row.notes.extend(record.notes.iter().cloned());
+    (notes, checks)
+}
+
+/// Dead letters fail a scenario whatever reconcile says of the ids: none may be left (dlq-replay
+/// replays its own, which reconcile then counts as replayed, not as records).
+fn dead_letters(rec: Option<&Answer>) -> Option<Check> {
+    let r = rec.and_then(Answer::check).filter(|r| r.dead_letters.records > 0)?;
+    let (n, topic) = (r.dead_letters.records, &r.dead_letters.topic);
+    Some(Check { ok: false, check: "no dead letters".into(), detail: format!("{n} records in {topic}") })
+}
+
+/// The row's verdict and its checks' summary: the id-level failures, then the failed checks.
+fn conclude(mut row: Row, mut failures: Vec<String>, checks: Vec<Check>, rec: Option<&Answer>) -> Row {
     let failed: Vec<String> = checks
         .iter()
         .filter(|c| !c.ok)
@@ -284,7 +311,7 @@ pub(super) fn row(dir: &Path, record: &Record) -> Row {
         .collect();
     row.verdict = if failures.is_empty() {
         "exact".into()
-    } else if rec.as_ref().is_some_and(|r| r.check().is_some()) {
+    } else if rec.is_some_and(|r| r.check().is_some()) {
         "NOT EXACT".into()
     } else {
         "NO VERDICT".into()
@@ -301,68 +328,6 @@ pub(super) fn row(dir: &Path, record: &Record) -> Row {
     row
 }
 
-fn count(v: Option<u64>, by: &BTreeMap<String, u64>) -> String {
-    match v {
-        None => "?".into(),
-        Some(n) if n > 0 && by.values().any(|x| *x > 0) => {
-            let each: Vec<String> = by.iter().filter(|(_, x)| **x > 0).map(|(s, x)| format!("{s} {x}")).collect();
-            format!("{n} ({})", each.join(" "))
-        }
-        Some(n) => n.to_string(),
-    }
-}
-
-/// The table of the rows, then each row's notes and failures.
-pub(super) fn table(rows: &[Row]) -> String {
-    let head = [
-        "scenario",
-        "faults injected",
-        "202s",
-        "lost",
-        "duplicated",
-        "uncertain stored/not",
-        "max recover s",
-        "id-level verdict",
-        "other checks",
-    ];
-    let opt = |v: Option<u64>| v.map(|n| n.to_string()).unwrap_or_else(|| "?".into());
-    let body: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.scenario.clone(),
-                r.faults.clone(),
-                opt(r.accepted),
-                count(r.lost, &r.lost_by_store),
-                count(r.duplicated, &r.dup_by_store),
-                format!("{} / {}", opt(r.uncertain_stored), opt(r.uncertain_not_stored)),
-                r.recover_max_s.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into()),
-                r.verdict.clone(),
-                r.checks_summary.clone(),
-            ]
-        })
-        .collect();
-    let width: Vec<usize> = (0..head.len())
-        .map(|i| body.iter().map(|b| b[i].chars().count()).chain([head[i].chars().count()]).max().unwrap_or(0))
-        .collect();
-    let line = |cells: &[String]| {
-        let padded: Vec<String> =
-            cells.iter().enumerate().map(|(i, c)| format!("{c}{}", " ".repeat(width[i] - c.chars().count()))).collect();
-        format!("| {} |\n", padded.join(" | "))
-    };
-    let mut out = line(&head.map(str::to_string));
-    out.push_str(&format!("|{}|\n", width.iter().map(|w| "-".repeat(w + 2)).collect::<Vec<_>>().join("|")));
-    for b in &body {
-        out.push_str(&line(b));
-    }
-    for r in rows {
-        for n in r.notes.iter().cloned().chain(r.failures.iter().map(|f| format!("FAILED: {f}"))) {
-            out.push_str(&format!("  {}: {n}\n", r.scenario));
-        }
-    }
-    out
-}
-
 /// Every verdict exact and every other check passed.
 pub(super) fn all_passed(rows: &[Row]) -> bool {
     rows.iter().all(|r| r.verdict == "exact" && r.checks_ok)
@@ -371,6 +336,7 @@ pub(super) fn all_passed(rows: &[Row]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chaos::table::table;
     use pipeline_common::reconcile_report::{ClassSummary, DeadLetterSummary, ExpectedIds, Verdict};
 
     fn s(t: f64, committed: &[i64], high: &[i64]) -> Sample {

@@ -16,6 +16,7 @@
 //! whole content, only the messages it read, and the version rule makes it safe beside writers.
 
 mod apply;
+mod consumer;
 mod range;
 mod read;
 mod summary;
@@ -155,8 +156,8 @@ pub(crate) async fn run(
     let (k, topic, spec) = (kafka.clone(), kafka.topic.clone(), opts.spec.clone());
     let planned = tokio::task::spawn_blocking(move || {
         let plan = range::resolve(&k, &k.topic, &spec)?;
-        let consumer =
-            read::consumer(&k).map_err(|source| ResolveError::Kafka { what: "creating a consumer".into(), source })?;
+        let consumer = consumer::consumer(&k)
+            .map_err(|source| ResolveError::Kafka { what: "creating a consumer".into(), source })?;
         Ok::<_, ResolveError>((consumer, plan))
     })
     .await?;

@@ -284,7 +284,7 @@ fn offset_for_time(
 /// of its own: the time lookups read single records, and a record fetched for them must never
 /// reach the consumer that replays. Blocking (librdkafka calls).
 pub(crate) fn resolve(kafka: &KafkaArgs, topic: &str, spec: &Spec) -> Result<Vec<Planned>, ResolveError> {
-    let consumer = &super::read::consumer(kafka).map_err(kafka_err("creating a consumer"))?;
+    let consumer = &super::consumer::consumer(kafka).map_err(kafka_err("creating a consumer"))?;
     let md = consumer.fetch_metadata(Some(topic), ADMIN_TIMEOUT).map_err(kafka_err("reading the topic's metadata"))?;
     let Some(t) = md.topics().iter().find(|t| t.name() == topic && t.error().is_none()) else {
         return Err(ResolveError::NoTopic(topic.to_string()));

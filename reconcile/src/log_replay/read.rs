@@ -1,17 +1,12 @@
 //! Reading the planned ranges of the topic, without touching the writers' consumer group.
 //!
-//! The consumer is given its partitions with `assign()` (it never subscribes, so it never joins
-//! a group and never causes a rebalance) and never commits: its `group.id` is a throwaway name
-//! librdkafka wants, not the writers' (`--kafka-group`), and `enable.auto.commit` and
-//! `enable.auto.offset.store` are off. Each record is decoded here, on the blocking thread that
-//! polls librdkafka, and handed to the async side through a bounded channel, so a topic larger
-//! than memory is replayed a chunk at a time.
+//! The consumer (`consumer.rs`) is given its partitions with `assign()` and never commits. Each
+//! record is decoded here, on the blocking thread that polls librdkafka, and handed to the async
+//! side through a bounded channel, so a topic larger than memory is replayed a chunk at a time.
 
 use super::range::Planned;
 use crate::dlq::STALL;
 use indicatif::ProgressBar;
-use pipeline_common::config::KafkaArgs;
-use pipeline_common::kafka::client_config;
 use pipeline_common::message::Limits;
 use pipeline_common::record::{self, Decoded};
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -38,21 +33,6 @@ pub(crate) enum ReadError {
         STALL.as_secs()
     )]
     Stalled { topic: String, left: Vec<(i32, i64, i64)> },
-}
-
-/// The replay's consumer: assign-only, never committing (see the module docs).
-pub(crate) fn consumer(kafka: &KafkaArgs) -> Result<BaseConsumer, KafkaError> {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-    client_config(kafka)
-        .set("group.id", format!("reconcile-replay-{}-{nanos}", std::process::id()))
-        .set("enable.auto.commit", "false")
-        .set("enable.auto.offset.store", "false")
-        .set("enable.partition.eof", "true")
-        .set("allow.auto.create.topics", "false")
-        // A start that retention deleted between planning and reading is an error, never a
-        // silent jump to another offset.
-        .set("auto.offset.reset", "error")
-        .create()
 }
 
 /// Reads every planned range in offset order per partition, sending each record through `tx`;

@@ -12,13 +12,9 @@
 //! A missing or wrong key gets 401 with `WWW-Authenticate: Bearer` and nothing about why. The
 //! key's name travels with the request ([`KeyName`]) into the metrics and the access log.
 
-use crate::answer::{ApiError, Code};
 use crate::config::{AuthMode, IngestConfig};
-use actix_web::body::{BoxBody, MessageBody};
-use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::dev::ServiceRequest;
 use actix_web::http::header;
-use actix_web::middleware::Next;
-use actix_web::{web, HttpMessage, ResponseError};
 use arc_swap::ArcSwap;
 use metrics::counter;
 use pipeline_common::catalog;
@@ -156,7 +152,7 @@ pub struct Auth {
     keys: ArcSwap<Keys>,
     path: Option<PathBuf>,
     /// The limits of a key whose line sets none (and of everyone with `--auth none`).
-    defaults: Limits,
+    pub(crate) defaults: Limits,
 }
 
 impl Auth {
@@ -208,37 +204,13 @@ impl Auth {
     }
 
     /// The key a request's `Authorization: Bearer` token names.
-    fn key_of(&self, req: &ServiceRequest) -> Option<KeyName> {
+    pub(crate) fn key_of(&self, req: &ServiceRequest) -> Option<KeyName> {
         let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
         let (scheme, token) = value.split_once(' ')?;
         if !scheme.eq_ignore_ascii_case("bearer") {
             return None;
         }
         self.keys.load().check(token.trim().as_bytes()).map(|k| KeyName(k.name.clone(), k.limits))
-    }
-}
-
-/// Middleware on the API routes: a request without a valid key gets 401 and goes no further.
-pub async fn require_key(
-    req: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let edge = req.app_data::<web::Data<crate::edge::Edge>>().cloned();
-    let key = match edge.as_deref().map(|e| &*e.auth) {
-        Some(auth) if auth.required() => auth.key_of(&req),
-        Some(auth) => Some(KeyName(Arc::from("none"), auth.defaults)),
-        None => None,
-    };
-    match key {
-        Some(key) => {
-            req.extensions_mut().insert(key);
-            Ok(next.call(req).await?.map_into_boxed_body())
-        }
-        None => {
-            let resp = ApiError::new(Code::Unauthorized, "a valid API key is required (Authorization: Bearer ...)")
-                .error_response();
-            Ok(req.into_response(resp))
-        }
     }
 }
 

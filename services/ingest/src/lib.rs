@@ -16,6 +16,7 @@ pub mod config;
 pub(crate) mod edge;
 pub(crate) mod gather;
 pub mod kafka;
+pub(crate) mod key_mw;
 pub(crate) mod limits;
 pub mod openapi;
 pub(crate) mod partitions;

@@ -129,7 +129,7 @@ impl Application {
                 .app_data(web::Data::new(WorkerRing(RefCell::new(worker_ring.clone()))))
                 .service(
                     web::scope("/v1")
-                        .wrap(middleware::from_fn(crate::auth::require_key))
+                        .wrap(middleware::from_fn(crate::key_mw::require_key))
                         .service(
                             web::resource("/messages")
                                 .route(web::post().to(routes::post_message))

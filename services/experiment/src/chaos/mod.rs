@@ -30,6 +30,7 @@ mod partitions;
 mod poison;
 mod record;
 mod scenarios;
+mod setting;
 mod sizes;
 mod stage;
 mod table;
@@ -40,6 +41,7 @@ use crate::faults::Scenario;
 use anyhow::Context;
 use pipeline_common::config::KafkaArgs;
 use pipeline_stores::StoreArgs;
+use setting::Setting;
 use sizes::Sizes;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -91,27 +93,6 @@ pub(crate) struct ChaosArgs {
     pub kafka: KafkaArgs,
     #[command(flatten)]
     pub stores: StoreArgs,
-}
-
-/// Everything the scenarios share.
-pub(crate) struct Setting {
-    pub root: PathBuf,
-    /// A private copy of the binaries: a rebuild of the shared target folder must not swap them
-    /// mid-run.
-    pub bins: PathBuf,
-    pub k6: PathBuf,
-    pub http: reqwest::Client,
-    pub out: PathBuf,
-    pub stores: StoreArgs,
-    pub kafka: KafkaArgs,
-    pub stamp: String,
-    /// Short: k6 message ids are cut at 64 characters.
-    pub run_id: String,
-    pub ingest_port: u16,
-    pub writer_ports: Vec<u16>,
-    pub sizes: Sizes,
-    pub restart_delay_s: u64,
-    pub hosts_subnet: net::Subnet,
 }
 
 /// Runs the selected scenarios; true when every verdict is exact and every check passed.

@@ -5,7 +5,7 @@
 //! Each reference leaves its raw output and `NAME.cpu.json` (CPU seconds of the server, and of
 //! k6 where it ran) in the references folder; the table is made from those alone.
 
-use super::BenchArgs;
+use super::settings::BenchArgs;
 use crate::procs::{self, Launch};
 use anyhow::{bail, Context};
 use pipeline_common::procstat::cpu_seconds;

@@ -2,7 +2,7 @@
 //! the pipeline's end-to-end rates against the references measured beside them, the references,
 //! and CPU per message per process.
 
-use super::Settings;
+use super::settings::Settings;
 use crate::evidence::Evidence;
 use crate::report::view::{analyse, RoundView};
 use crate::stats::num;

@@ -33,6 +33,7 @@ pub(crate) use range::{parse_from_offset, parse_time, parse_to_offset, Begin, Pe
 use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal;
 use std::sync::Arc;
+use summary::PartitionRead;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
@@ -50,14 +51,6 @@ pub(crate) struct Options {
     /// The writer's validation limits (`MAX_BODY_BYTES`): a message the writer would refuse is
     /// reported as undecodable here too, not written.
     pub limits: Limits,
-}
-
-/// What was read from one partition.
-#[derive(Debug, Default, Clone, Copy, serde::Serialize)]
-pub(crate) struct PartitionRead {
-    pub records: u64,
-    pub messages: u64,
-    pub undecodable: u64,
 }
 
 fn progress(total: u64, topic: &str, as_json: bool) -> ProgressBar {

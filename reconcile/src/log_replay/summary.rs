@@ -7,12 +7,20 @@
 
 use super::apply::StoreTally;
 use super::range::Planned;
-use super::PartitionRead;
 use crate::findings::Class;
 use pipeline_common::reconcile_report::{
     GoneRange, ReadBack, ReplayPartition, ReplayStore, TopicReplayReport, TopicTag,
 };
 use std::collections::BTreeMap;
+
+/// What was read from one partition. Here, beside the summary that holds one per partition,
+/// because `mod.rs` fills it while it hands the finished summary to this file.
+#[derive(Debug, Default, Clone, Copy, serde::Serialize)]
+pub(crate) struct PartitionRead {
+    pub records: u64,
+    pub messages: u64,
+    pub undecodable: u64,
+}
 
 pub(crate) struct Summary {
     pub topic: String,

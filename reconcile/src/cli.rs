@@ -1,5 +1,5 @@
-//! The command line, and the exit codes ([`EXIT_CODES`]): docs/reference/reconcile.md is
-//! generated from both.
+//! The command line, and with the exit codes (`crate::exit`) what docs/reference/reconcile.md is
+//! generated from.
 
 use crate::log_replay::{parse_from_offset, parse_time, parse_to_offset, PerPartition, Start};
 use clap::{Parser, Subcommand};
@@ -8,35 +8,6 @@ use pipeline_common::message::{parse_max_body_bytes, DEFAULT_MAX_BODY_BYTES};
 use pipeline_stores::{StoreArgs, StoreKind};
 use std::path::PathBuf;
 use time::OffsetDateTime;
-
-pub(crate) const MISMATCH: u8 = 1;
-pub(crate) const BAD_INPUT: u8 = 2;
-pub(crate) const NOT_DRAINED: u8 = 3;
-pub(crate) const UNREACHABLE: u8 = 4;
-
-/// Every exit code and what it means.
-pub(crate) const EXIT_CODES: [(u8, &str); 5] = [
-    (0, "all good: every store holds what was expected, or the command did what it was asked"),
-    (
-        MISMATCH,
-        "ids, content or counts differ (or reset left data, repair left something it cannot fix, \
-         dlq replay saw a record refused again, replay left a replayed message out of a store or was asked \
-         for records past the topic's retention, a dry run found something to write)",
-    ),
-    (
-        BAD_INPUT,
-        "bad input: a flag, a file or a combination that cannot be used; nothing was contacted or changed \
-         (replay: also a topic or partition the broker does not have, found by asking it)",
-    ),
-    (NOT_DRAINED, "the pipeline did not drain within --drain-timeout (the lagging partitions are named)"),
-    (UNREACHABLE, "a store or the broker could not be reached"),
-];
-
-/// The exit codes as `--help` ends with them.
-pub(crate) fn exit_codes_help() -> String {
-    let lines: Vec<String> = EXIT_CODES.iter().map(|(code, means)| format!("  {code}  {means}")).collect();
-    format!("Exit codes:\n{}", lines.join("\n"))
-}
 
 /// The longest `--drain-timeout`: a deadline this far ahead is still a valid instant on every
 /// platform, where `u64::MAX` seconds overflowed `Instant` and panicked after connecting.
@@ -235,6 +206,7 @@ pub(crate) enum DlqCmd {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exit::EXIT_CODES;
     use clap::CommandFactory;
 
     /// Every flag of every subcommand says what it does (the reference page is made of these).
@@ -252,7 +224,7 @@ mod tests {
     }
 
     /// docs/reference/reconcile.md, and reconcile's section of configuration.md, are this
-    /// definition and [`EXIT_CODES`] (`UPDATE_DOCS=1 cargo test -p reconcile reference_pages`
+    /// definition and [`EXIT_CODES`](crate::exit::EXIT_CODES) (`UPDATE_DOCS=1 cargo test -p reconcile reference_pages`
     /// rewrites them).
     #[test]
     fn the_reference_pages_are_the_command_line() {

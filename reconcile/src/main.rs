@@ -14,6 +14,7 @@ mod content;
 mod dlq;
 mod dlq_list;
 mod drain;
+mod exit;
 mod expect;
 mod findings;
 mod idlog;
@@ -33,14 +34,14 @@ mod scale_tests;
 use clap::{CommandFactory, FromArgMatches};
 use cli::{Cli, Cmd};
 use expect::{Expected, IdSource};
-use pipeline_common::reconcile_report::{ErrorAnswer, ErrorKind, LaggingPartition, NotDrained};
+use pipeline_common::reconcile_report::{LaggingPartition, NotDrained};
 use pipeline_stores::{Store, StoreKind};
 use report::Level;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub(crate) use cli::{BAD_INPUT, MISMATCH, NOT_DRAINED, UNREACHABLE};
+use exit::{bad_input, MISMATCH, NOT_DRAINED, UNREACHABLE};
 
 /// What the command line asks for, resolved from its files before anything is contacted.
 enum Plan {
@@ -53,7 +54,7 @@ enum Plan {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let matches = Cli::command().after_help(cli::exit_codes_help()).get_matches();
+    let matches = Cli::command().after_help(exit::exit_codes_help()).get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(c) => c,
         Err(e) => e.exit(),
@@ -276,15 +277,6 @@ fn confirmed_reset() -> anyhow::Result<bool> {
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
     Ok(answer.trim() == "reset")
-}
-
-fn bad_input(e: &anyhow::Error, as_json: bool) -> u8 {
-    if as_json {
-        report::print_json(&ErrorAnswer { error: ErrorKind::BadInput, detail: format!("{e:#}") });
-    } else {
-        eprintln!("reconcile: {e:#}");
-    }
-    BAD_INPUT
 }
 
 /// Waits for drain; on timeout prints which partitions lag and returns the exit code.

@@ -199,7 +199,7 @@ pub(crate) async fn run(stores: &[Arc<dyn Store>], opts: &Options, as_json: bool
     }
     let ok = outcomes.iter().all(|o| o.clean(opts));
     print(&outcomes, refs.len(), opts, ok, as_json);
-    Ok(if ok { 0 } else { crate::MISMATCH })
+    Ok(if ok { 0 } else { crate::exit::MISMATCH })
 }
 
 fn message(outcomes: &[Outcome], opts: &Options, ok: bool) -> String {

@@ -167,7 +167,7 @@ pub(crate) async fn run(
     }
     let refused: u64 = tally.refused.values().map(|c| c.total).sum();
     print(&tally, topic, dry_run, as_json);
-    Ok(if refused == 0 { 0 } else { crate::MISMATCH })
+    Ok(if refused == 0 { 0 } else { crate::exit::MISMATCH })
 }
 
 fn print(t: &Tally, topic: &str, dry_run: bool, as_json: bool) {

@@ -2,7 +2,7 @@
 //! agree. What a person checks by hand after posting a message; the README's first message
 //! ends with it.
 
-use crate::cli::MISMATCH;
+use crate::exit::MISMATCH;
 use pipeline_common::Message;
 use pipeline_stores::Store;
 use serde_json::json;

@@ -79,7 +79,7 @@ pub(crate) fn print_counts(counts: &Counts, want: Option<Want>, source: &str, as
     if ok {
         0
     } else {
-        crate::MISMATCH
+        crate::exit::MISMATCH
     }
 }
 
@@ -100,7 +100,7 @@ pub(crate) async fn reset(stores: &[Arc<dyn Store>], as_json: bool) -> anyhow::R
         }
         println!("{}", if ok { "OK: every store reads 0, twice" } else { "NOT EMPTY: something is still writing" });
     }
-    Ok(if ok { 0 } else { crate::MISMATCH })
+    Ok(if ok { 0 } else { crate::exit::MISMATCH })
 }
 
 #[cfg(test)]

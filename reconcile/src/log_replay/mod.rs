@@ -156,7 +156,7 @@ pub(crate) async fn run(
     .await?;
     let (consumer, plan) = match planned {
         Ok(p) => p,
-        Err(e) if e.is_bad_input() => return Ok(crate::bad_input(&e.into(), as_json)),
+        Err(e) if e.is_bad_input() => return Ok(crate::exit::bad_input(&e.into(), as_json)),
         Err(e) => return Err(e.into()),
     };
     let stores = pipeline_stores::connect(store_args, &opts.stores).await?;

@@ -56,7 +56,7 @@ impl Summary {
         if self.ok() {
             0
         } else {
-            crate::MISMATCH
+            crate::exit::MISMATCH
         }
     }
 

@@ -1,7 +1,7 @@
 //! The writer's configuration: flags with environment variables, defaults = the reference experiment's topology
 //! (3 consumers, batch pull, MySQL written synchronously, the other three asynchronously).
 
-use crate::driver::spec::{Policy, PoolSpec};
+use crate::pool_spec::{Policy, PoolSpec};
 use clap::{Parser, ValueEnum};
 use pipeline_common::config::{KafkaArgs, KafkaOptions};
 use pipeline_stores::StoreArgs;

@@ -13,6 +13,7 @@ pub mod config;
 pub(crate) mod consumer;
 pub(crate) mod dlq;
 pub(crate) mod driver;
+pub(crate) mod pool_spec;
 pub(crate) mod rebalance;
 pub(crate) mod stall;
 pub mod startup;

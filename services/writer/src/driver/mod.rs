@@ -18,7 +18,6 @@ pub(crate) mod adaptive;
 mod fake;
 pub(crate) mod pool;
 pub(crate) mod retry;
-pub(crate) mod spec;
 pub(crate) mod ticket;
 
 pub(crate) use pool::{Job, Outcome, Pool};

@@ -18,7 +18,7 @@
 //! limit follows every job's duration.
 
 use super::adaptive::Controller;
-use super::spec::{Policy, PoolSpec};
+use crate::pool_spec::{Policy, PoolSpec};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use metrics::{counter, gauge, Counter, Gauge};

@@ -1,5 +1,8 @@
 //! A pool's shape, as the `--pool-*` flags write it: `core/max/queue/policy`, the parameters of
-//! the reference experiment's Java `ThreadPoolExecutor`.
+//! the reference experiment's Java `ThreadPoolExecutor`. Beside the configuration rather than in
+//! `driver/`: the flags (`config.rs`) parse it and the driver's pools (`driver/pool.rs`) are built
+//! from it, while the driver reads the configuration, so inside `driver/` it tied the two in a
+//! circle.
 
 use std::fmt;
 use std::str::FromStr;

@@ -133,6 +133,10 @@ pub(crate) struct SoakArgs {
     /// Skip the servers' warm-up before the soak (see `experiment --help`).
     #[arg(long)]
     pub no_warm_servers: bool,
+    /// Report the timing gates (rate, dropped, p99) as warnings instead of judging by them: for a
+    /// check of the soak's machinery on a shared machine (its test), not for a verdict.
+    #[arg(long)]
+    pub no_timing_gates: bool,
     /// The write policy (default: the writer's defaults).
     #[arg(long, default_value = "default")]
     pub policy: String,
@@ -168,6 +172,7 @@ impl SoakArgs {
             window: Some(self.window.clone()),
             sample_every: Some(self.sample_every),
             no_warm_servers: self.no_warm_servers,
+            no_timing_gates: self.no_timing_gates,
             writer_args: self.writer_args.clone(),
             ingest_args: self.ingest_args.clone(),
             out: self.out.clone(),

@@ -21,6 +21,9 @@ async fn a_short_soak_has_every_window_and_a_consistent_verdict() {
     let status = experiment(&["soak"], &out)
         .args(["--rate", "40", "--duration", "24s", "--window", "6s", "--warmup", "0", "--sample-every", "1"])
         .arg("--no-warm-servers")
+        // The machinery, not the machine: a round's drops and p99 are warnings here, so that
+        // tests beside it (cargo-nextest runs binaries side by side) cannot fail it by load.
+        .arg("--no-timing-gates")
         .envs(env)
         .env("RUST_LOG", "info")
         .status()

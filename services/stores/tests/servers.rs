@@ -109,6 +109,22 @@ async fn migrations_create_sixteen_tables_and_rows_land_in_their_shard() {
     assert_eq!(sent_at.assume_utc(), batch[0].sent_at, "milliseconds survive (the edge keeps no more)");
 }
 
+/// Writers (and test processes) started together on a new database migrate it together: each
+/// must wait for the one that runs the migrations, not stop on a migration it sees half applied.
+/// sqlx's own lock is `GET_LOCK(name, -1)`, which MariaDB answers at once with NULL.
+#[tokio::test]
+async fn processes_that_migrate_a_new_database_at_once_all_succeed() {
+    use pipeline_stores::Sink;
+    let ns = Namespace::new("migrace").await;
+    let mut stores = Vec::new();
+    for _ in 0..4 {
+        stores.push(MysqlStore::connect(&ns.stores.mysql).await.expect("connect"));
+    }
+    let results = futures::future::join_all(stores.iter().map(|s| s.prepare())).await;
+    let failed: Vec<String> = results.iter().filter_map(|r| r.as_ref().err()).map(ToString::to_string).collect();
+    assert!(failed.is_empty(), "{} of 4 concurrent migrations failed: {failed:?}", failed.len());
+}
+
 #[tokio::test]
 async fn kafka_produces_and_consumes_with_lz4() {
     let _g = exclusive().await;

@@ -127,9 +127,32 @@ impl MysqlStore {
     }
 }
 
-/// Runs the migrations in `migrations/` (idempotent; sqlx serialises concurrent runs with a lock).
+/// How long a process waits for another one's migrations before it gives up.
+const MIGRATION_LOCK_WAIT_S: u32 = 120;
+
+/// Runs the migrations in `migrations/` (idempotent), one process at a time per database.
+/// sqlx's own lock asks for `GET_LOCK(name, -1)`, which MariaDB answers at once with NULL
+/// instead of waiting: writers started together on a new database ran the same migration
+/// together, and all but one stopped on a duplicate row or a migration "partially applied"
+/// (stores/tests/servers.rs). This lock waits, on the connection the migrations run on.
 pub async fn migrate(pool: &MySqlPool) -> Result<(), StoreError> {
-    sqlx::migrate!("../../migrations").run(pool).await.map_err(err)
+    const NAME: &str = "CONCAT('pipeline_migrations_', COALESCE(DATABASE(), ''))";
+    let mut conn = pool.acquire().await.map_err(err)?;
+    let got: Option<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT GET_LOCK({NAME}, ?)")))
+        .bind(MIGRATION_LOCK_WAIT_S)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(err)?;
+    if got != Some(1) {
+        return Err(StoreError::transient(
+            KIND,
+            format!("another process has been migrating this database for {MIGRATION_LOCK_WAIT_S} s"),
+        ));
+    }
+    let ran = sqlx::migrate!("../../migrations").run_direct(None, &mut *conn, false).await.map_err(err);
+    // Released with the connection too, if this fails: the lock is the session's.
+    let _ = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT RELEASE_LOCK({NAME})"))).execute(&mut *conn).await;
+    ran
 }
 
 #[async_trait]

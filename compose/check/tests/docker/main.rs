@@ -19,6 +19,7 @@ mod shared;
 mod offline;
 
 use pipeline_common::kafka::group_lag;
+use pipeline_common::reconcile_report::Answer;
 use pipeline_testkit::{exclusive, k6_bin, Namespace};
 use shared::{compose, interpolate, scalar, Json};
 use std::collections::BTreeMap;
@@ -271,8 +272,9 @@ async fn the_services_in_containers_store_every_message_and_commit_on_stop() {
     args.extend(["diff".into(), "--expect-from".into(), summary.display().to_string()]);
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let report = docker(&refs);
-    let json: Json = serde_json::from_slice(&report.stdout).unwrap_or(Json::Null);
-    assert_eq!(json["clean"], true, "reconcile diff in the image: {json}\n{}", String::from_utf8_lossy(&report.stderr));
+    let text = String::from_utf8_lossy(&report.stdout);
+    let clean = Answer::parse(&text).ok().and_then(|a| a.check().map(|r| r.clean));
+    assert_eq!(clean, Some(true), "reconcile diff in the image: {text}\n{}", String::from_utf8_lossy(&report.stderr));
 
     // The engine's stop (SIGTERM, compose's grace) must leave every stored record committed: a
     // restarted writer would find nothing to redeliver.

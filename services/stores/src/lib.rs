@@ -25,10 +25,12 @@ pub mod mongo;
 pub mod mysql;
 pub mod redis;
 mod registry;
+mod selection;
 
 #[cfg(feature = "fixture")]
 pub use registry::isolate;
 pub use registry::{connect, StoreArgs, StoreKind};
+pub use selection::{Selection, SelectionError, REQUIRED};
 
 use async_trait::async_trait;
 use pipeline_common::digest::Digest;

@@ -3,7 +3,8 @@
 //! everything that lists stores derives from that line:
 //!
 //! - [`StoreKind`] (its `ALL` list, names in flags, metric labels and reconcile output),
-//! - [`StoreArgs`] (each store's flags flattened into every service that talks to stores),
+//! - [`StoreArgs`] (each store's flags flattened into every service that talks to stores, and
+//!   `--stores`, the [`Selection`] of them a deployment has: MySQL and any of the others),
 //! - [`connect`], and for tests [`isolate`] (feature `fixture`),
 //! - through `StoreKind::ALL`, the writer's `--pool-<store>` flags and reconcile's columns,
 //! - through `writer --list-stores` (one name per line), every script that loops over stores,
@@ -12,7 +13,7 @@
 //! Deployment still needs the server itself: `.env.example`, `scripts/stack`, compose.
 //! `tests/one_list.rs` fails when a list of stores is written by hand anywhere else.
 
-use crate::{Backend, Store, StoreError, StoreFlags};
+use crate::{Backend, Selection, Store, StoreError, StoreFlags};
 use std::sync::Arc;
 
 macro_rules! registry {
@@ -42,9 +43,15 @@ macro_rules! registry {
             }
         }
 
-        /// Every store's flags, for the services that talk to all of them.
+        /// Every store's flags, for the services that talk to stores, and which of them this
+        /// deployment has (`--stores`).
         #[derive(Debug, Clone, clap::Args)]
         pub struct StoreArgs {
+            /// The stores this deployment has, comma separated (names or labels, or `all`); MySQL,
+            /// the system of record, is required. The writer connects to, waits for and writes
+            /// only these; reconcile checks, repairs and replays only these.
+            #[arg(long = "stores", env = "STORES", value_name = "STORE,...", default_value = "all")]
+            pub selection: Selection,
             $(
                 #[command(flatten)]
                 pub $folder: <crate::$folder::$store as Backend>::Args,
@@ -55,7 +62,7 @@ macro_rules! registry {
             /// The store links that would carry data in plaintext to another machine.
             pub fn plaintext_links(&self) -> Vec<String> {
                 let mut out = Vec::new();
-                $(if let Some(host) = self.$folder.plaintext_host() { out.push(format!("{} at {host}", $name)); })*
+                $(if let Some(host) = self.$folder.plaintext_host().filter(|_| self.selection.contains(StoreKind::$kind)) { out.push(format!("{} at {host}", $name)); })*
                 out
             }
 
@@ -72,7 +79,7 @@ macro_rules! registry {
             /// `env` name and value), so tests and the experiment runner can start services
             /// against the same stores. See `flags::flags_env`.
             pub fn env(&self) -> Vec<(String, String)> {
-                let mut env = Vec::new();
+                let mut env = vec![("STORES".to_string(), self.selection.to_string())];
                 $(env.extend(crate::flags::flags_env($name, &self.$folder));)*
                 env
             }
@@ -89,11 +96,14 @@ macro_rules! registry {
             Ok(out)
         }
 
-        /// Points every store's flags at a private namespace named `namespace` (creating what it
-        /// needs), so one test or chaos run never sees another's data (see [`crate::Fixture`]).
+        /// Points every selected store's flags at a private namespace named `namespace` (creating
+        /// what it needs), so one test or chaos run never sees another's data (see
+        /// [`crate::Fixture`]). A store left out of `--stores` is not contacted.
         #[cfg(feature = "fixture")]
         pub async fn isolate(args: &mut StoreArgs, namespace: &str, slot: crate::Slot) -> Result<(), StoreError> {
-            $(<crate::$folder::$store as crate::Fixture>::isolate(&mut args.$folder, namespace, slot).await?;)*
+            $(if args.selection.contains(StoreKind::$kind) {
+                <crate::$folder::$store as crate::Fixture>::isolate(&mut args.$folder, namespace, slot).await?;
+            })*
             Ok(())
         }
     };
@@ -111,6 +121,11 @@ registry! {
 }
 
 impl StoreArgs {
+    /// The stores this deployment has (`--stores`), in registry order: the list to connect.
+    pub fn selected(&self) -> &[StoreKind] {
+        self.selection.kinds()
+    }
+
     /// The defaults, as a service would see them with no flags (environment still applies).
     pub fn from_env() -> Self {
         #[derive(clap::Parser)]
@@ -176,6 +191,11 @@ mod tests {
         args.es.url = "http://10.0.0.5:9200".into();
         args.mongo.url = "mongodb://m.internal:27017/?tls=true".into();
         assert_eq!(args.plaintext_links(), ["mysql at db.internal", "es at 10.0.0.5"]);
+        // A store the deployment does not have is never contacted, so its link is nobody's worry.
+        let without_es = StoreKind::ALL.into_iter().filter(|k| *k != StoreKind::Es).map(|k| k.name()).collect::<Vec<_>>();
+        let all = std::mem::replace(&mut args.selection, without_es.join(",").parse().unwrap());
+        assert_eq!(args.plaintext_links(), ["mysql at db.internal"]);
+        args.selection = all;
         args.mysql.url = "mysql://u:p@db.internal:3306/p?ssl-mode=VERIFY_IDENTITY".into();
         args.es.url = "https://10.0.0.5:9200".into();
         assert!(args.plaintext_links().is_empty());

@@ -20,7 +20,7 @@ pub enum PoolMode {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CommitMode {
-    /// Commit an offset only when every record up to it is in all four stores.
+    /// Commit an offset only when every record up to it is in every store of `--stores`.
     AfterWrite,
     /// The reference experiment's behaviour: commit once the async writes are submitted. LOSES the queued
     /// writes if the process dies; kept only to measure what the safety costs.
@@ -117,8 +117,8 @@ impl clap::Args for StorePools {
 #[derive(Debug, Clone, Parser)]
 #[command(name = "writer", about = "Kafka → every store (MySQL synchronously by default), no loss, no duplicates")]
 pub struct WriterConfig {
-    /// Print the stores this writer writes (one name per line, the registry's order) and exit:
-    /// the one list every script and check reads.
+    /// Print the stores this writer writes (`--stores`, one name per line, the registry's order)
+    /// and exit: the one list every script and check reads.
     #[arg(long)]
     pub list_stores: bool,
     #[command(flatten)]
@@ -142,8 +142,8 @@ pub struct WriterConfig {
     #[arg(long, env = "WRITER_BATCH_WAIT_MS", default_value_t = 10, alias = "batch-wait")]
     pub batch_wait_ms: u64,
 
-    /// Stores written synchronously: `mysql` (policy C), `es` (policy A), `none` (policy B), `all`,
-    /// or a comma list.
+    /// Stores written synchronously: `mysql` (policy C), `es` (policy A), `none` (policy B), `all`
+    /// (every store of `--stores`), or a comma list of stores of `--stores`.
     #[arg(long, env = "WRITER_SYNC_STORES", default_value = "mysql")]
     pub sync_stores: SyncStores,
     /// How asynchronous writes are pooled: one pool per store, or one shared pool (the reference experiment's).
@@ -225,6 +225,22 @@ fn consumer_options(s: &str) -> Result<KafkaOptions, String> {
 }
 
 impl WriterConfig {
+    /// Refuses `--sync-stores` naming a store that `--stores` leaves out (`all` means every
+    /// selected store): the writer would otherwise quietly never write it.
+    pub fn check_selection(&self) -> Result<(), String> {
+        if self.sync_stores.0 == StoreKind::ALL {
+            return Ok(());
+        }
+        match self.sync_stores.0.iter().find(|k| !self.stores.selection.contains(**k)) {
+            Some(k) => Err(format!(
+                "--sync-stores names {k}, which --stores ({}) leaves out: add it to --stores or take it out of \
+                 --sync-stores",
+                self.stores.selection
+            )),
+            None => Ok(()),
+        }
+    }
+
     pub fn batch_wait(&self) -> Duration {
         Duration::from_millis(self.batch_wait_ms)
     }
@@ -282,6 +298,23 @@ mod tests {
         for kind in StoreKind::ALL.into_iter().filter(|k| *k != StoreKind::Es) {
             assert_eq!(c.pool_spec(kind).to_string(), DEFAULT_STORE_POOL, "{kind}");
         }
+    }
+
+    #[test]
+    fn the_stores_flag_selects_and_sync_stores_stays_inside_it() {
+        let c = WriterConfig::parse_from(["writer"]);
+        assert_eq!(c.stores.selected(), StoreKind::ALL, "every store by default");
+        let two = "mysql,redis";
+        let c = WriterConfig::parse_from(["writer", "--stores", two, "--sync-stores", "all"]);
+        assert_eq!(c.stores.selected(), [StoreKind::Mysql, StoreKind::Redis]);
+        assert_eq!(c.check_selection(), Ok(()), "`all` is every selected store");
+        let c = WriterConfig::parse_from(["writer", "--stores", two, "--sync-stores", "es"]);
+        let e = c.check_selection().unwrap_err();
+        assert!(e.contains("--sync-stores names es"), "{e}");
+        let e = WriterConfig::try_parse_from(["writer", "--stores", "mysql,postgres"]).unwrap_err().to_string();
+        assert!(e.contains("unknown store `postgres`"), "{e}");
+        let e = WriterConfig::try_parse_from(["writer", "--stores", "redis"]).unwrap_err().to_string();
+        assert!(e.contains("system of record"), "{e}");
     }
 
     #[test]

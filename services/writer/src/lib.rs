@@ -1,5 +1,5 @@
-//! The writer service: Kafka → every store (`StoreKind::ALL`), committing an offset
-//! only when every record before it is stored everywhere.
+//! The writer service: Kafka → every store of `--stores` (all of `StoreKind::ALL` by default),
+//! committing an offset only when every record before it is stored everywhere.
 //!
 //! kafka ([`consumer`]) → [`driver`] (write policy, pools, retry) → stores (`pipeline_stores`);
 //! [`tracker`] decides what may be committed, [`rebalance`] is what librdkafka calls back,

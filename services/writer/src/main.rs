@@ -12,7 +12,7 @@ async fn main() -> anyhow::Result<()> {
         // A reader that stops early (`| head -1`) is no error: stop writing, exit 0.
         use std::io::Write;
         let mut out = std::io::stdout().lock();
-        for kind in pipeline_stores::StoreKind::ALL {
+        for kind in cfg.stores.selected() {
             if writeln!(out, "{kind}").is_err() {
                 break;
             }

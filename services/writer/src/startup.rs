@@ -11,7 +11,6 @@ use anyhow::Context;
 use pipeline_common::catalog;
 use pipeline_common::kafka::ensure_topic;
 use pipeline_common::telemetry;
-use pipeline_stores::StoreKind;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -22,7 +21,11 @@ pub async fn run(cfg: WriterConfig, stop: CancellationToken) -> anyhow::Result<(
     let mut links = cfg.stores.plaintext_links();
     links.extend(pipeline_common::kafka::plaintext_brokers(&cfg.kafka));
     pipeline_common::secret::check_plaintext(&links, cfg.kafka.allow_plaintext).map_err(anyhow::Error::msg)?;
-    let stores = pipeline_stores::connect(&cfg.stores, &StoreKind::ALL).await.context("connecting to the stores")?;
+    cfg.check_selection().map_err(anyhow::Error::msg)?;
+    // Only the stores this deployment has: one left out of --stores is never contacted, so its
+    // server may be absent, and the health endpoint answers without waiting for it.
+    let stores =
+        pipeline_stores::connect(&cfg.stores, cfg.stores.selected()).await.context("connecting to the stores")?;
     // Every server is asked whether it takes the largest message the edge accepts, before
     // anything is consumed: a server set below MAX_BODY_BYTES stops the writer here, with the
     // setting to change, instead of dead-lettering a message the ingest answered 202 for.
@@ -56,6 +59,7 @@ pub async fn run(cfg: WriterConfig, stop: CancellationToken) -> anyhow::Result<(
     let driver = Arc::new(Driver::new(&cfg, sinks.clone(), dlq.clone()));
     tracing::info!(
         consumers = cfg.consumers,
+        stores = %cfg.stores.selection,
         sync = ?cfg.sync_stores.0,
         pool = ?cfg.pool,
         commit = ?cfg.commit,

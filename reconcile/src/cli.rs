@@ -16,7 +16,7 @@ const MAX_DRAIN_TIMEOUT_S: u64 = 7 * 24 * 3600;
 #[derive(Parser)]
 #[command(
     name = "reconcile",
-    about = "Check the four stores against what was injected, id by id and content; repair them; replay dead letters"
+    about = "Check the stores against what was injected, id by id and content; repair them; replay dead letters"
 )]
 pub(crate) struct Cli {
     #[command(flatten)]
@@ -82,7 +82,7 @@ pub(crate) enum Cmd {
         /// Only say what would be written; change nothing (exit 1 when something would be).
         #[arg(long)]
         dry_run: bool,
-        /// The stores to repair (default: every store but MySQL).
+        /// The stores to repair, of `--stores` (default: every one of them but MySQL).
         #[arg(long, value_delimiter = ',')]
         stores: Vec<StoreKind>,
         /// Also delete the ids a store holds that MySQL does not (only on a quiet pipeline: a
@@ -129,7 +129,7 @@ pub(crate) enum Cmd {
         /// Stop each partition before its first record at or after this time (RFC 3339).
         #[arg(long, value_name = "TIME", value_parser = parse_time)]
         to_time: Option<OffsetDateTime>,
-        /// The stores to write (default: all four, MySQL included).
+        /// The stores to write, of `--stores` (default: every one of them, MySQL included).
         #[arg(long, value_delimiter = ',')]
         stores: Vec<StoreKind>,
         /// Only say what would be written, per store and partition; write nothing (exit 1 when

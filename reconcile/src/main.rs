@@ -1,5 +1,7 @@
-//! `reconcile`: did every injected message arrive exactly once in all four stores?
+//! `reconcile`: did every injected message arrive exactly once in every store?
 //!
+//! Every store means every store of `--stores` (env `STORES`, all of the registry's by
+//! default): the others are never contacted, and no check, repair or replay names them.
 //! Every check first waits for the pipeline to drain ([`drain::wait`]); then `count` and `diff`
 //! compare id sets when they have them (a k6 summary naming its id log, id files) and say
 //! "totals only" when they do not. Exit codes are in [`cli`].
@@ -35,7 +37,7 @@ use clap::{CommandFactory, FromArgMatches};
 use cli::{Cli, Cmd};
 use expect::{Expected, IdSource};
 use pipeline_common::reconcile_report::{LaggingPartition, NotDrained};
-use pipeline_stores::{Store, StoreKind};
+use pipeline_stores::{Selection, Store};
 use report::Level;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -68,7 +70,7 @@ async fn main() -> ExitCode {
     }
 }
 
-fn plan(cmd: &Cmd) -> anyhow::Result<Plan> {
+fn plan(cmd: &Cmd, selection: &Selection) -> anyhow::Result<Plan> {
     Ok(match cmd {
         Cmd::Count { expect: Some(n), .. } => {
             Plan::Totals { want: Some(totals::Want { accepted: *n, uncertain: 0 }), source: format!("--expect {n}") }
@@ -106,7 +108,7 @@ fn plan(cmd: &Cmd) -> anyhow::Result<Plan> {
             Plan::Reset
         }
         Cmd::Repair { dry_run, stores, delete_extra, batch } => Plan::Repair(repair::Options {
-            stores: if stores.is_empty() { StoreKind::ALL.to_vec() } else { stores.clone() },
+            stores: selection.subset(stores)?,
             dry_run: *dry_run,
             delete_extra: *delete_extra,
             batch: *batch,
@@ -140,6 +142,9 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         if !*yes {
             return Ok(bad_input(&anyhow::anyhow!("wipe deletes every message of {store}: pass --yes"), cli.json));
         }
+        if let Err(e) = cli.stores.selection.subset(&[*store]) {
+            return Ok(bad_input(&e.into(), cli.json));
+        }
         let stores = pipeline_stores::connect(&cli.stores, &[*store]).await?;
         for s in &stores {
             s.reset().await?;
@@ -148,7 +153,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         return Ok(0);
     }
     if let Cmd::Show { ids } = &cli.cmd {
-        let stores = pipeline_stores::connect(&cli.stores, &StoreKind::ALL).await?;
+        let stores = pipeline_stores::connect(&cli.stores, cli.stores.selected()).await?;
         for s in &stores {
             s.prepare().await?;
         }
@@ -157,7 +162,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         return show::run(&stores, ids, cli.json).await;
     }
-    let plan = match plan(&cli.cmd) {
+    let plan = match plan(&cli.cmd, &cli.stores.selection) {
         Ok(p) => p,
         Err(e) => return Ok(bad_input(&e, cli.json)),
     };
@@ -170,7 +175,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
     }
     // Expected ids are loaded before anything is contacted: bad input fails fast.
     let loaded = match &plan {
-        Plan::Ids(src) => match check::load_expected(&StoreKind::ALL, src) {
+        Plan::Ids(src) => match check::load_expected(cli.stores.selected(), src) {
             Ok((mut t, counts)) => {
                 if let Some(p) = &cli.only_prefix {
                     t.only_prefix(p);
@@ -179,10 +184,10 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             }
             Err(e) => return Ok(bad_input(&e.into(), cli.json)),
         },
-        Plan::StoresOnly => Some((tally::Tally::new(&StoreKind::ALL), Default::default())),
+        Plan::StoresOnly => Some((tally::Tally::new(cli.stores.selected()), Default::default())),
         _ => None,
     };
-    let stores = pipeline_stores::connect(&cli.stores, &StoreKind::ALL).await?;
+    let stores = pipeline_stores::connect(&cli.stores, cli.stores.selected()).await?;
     for s in &stores {
         s.prepare().await?;
     }
@@ -225,7 +230,7 @@ async fn dlq_command(cli: &Cli, cmd: &cli::DlqCmd) -> anyhow::Result<u8> {
             tokio::task::spawn_blocking(move || dlq_list::run(&k, &t, limit, json)).await?
         }
         cli::DlqCmd::Replay { dry_run } => {
-            let stores = pipeline_stores::connect(&cli.stores, &StoreKind::ALL).await?;
+            let stores = pipeline_stores::connect(&cli.stores, cli.stores.selected()).await?;
             for s in &stores {
                 s.prepare().await?;
             }
@@ -254,9 +259,8 @@ fn replay_options(cli: &Cli) -> anyhow::Result<log_replay::Options> {
         (None, None) => None,
         _ => anyhow::bail!("replay takes one end: --to-offset or --to-time"),
     };
-    let mut stores = if stores.is_empty() { StoreKind::ALL.to_vec() } else { stores.clone() };
-    stores.sort_unstable();
-    stores.dedup();
+    // In registry order, each once, and only stores this deployment has.
+    let stores = cli.stores.selection.subset(stores)?;
     Ok(log_replay::Options {
         spec: log_replay::Spec::new(from, to).map_err(anyhow::Error::msg)?,
         stores,
@@ -308,5 +312,29 @@ async fn drained(cli: &Cli, stores: &[Arc<dyn Store>]) -> anyhow::Result<Result<
             }
             Ok(Err(NOT_DRAINED))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use pipeline_stores::StoreKind;
+
+    /// `repair --stores` and `replay --stores` choose among the stores of `--stores`, never
+    /// outside them, and default to all of them.
+    #[test]
+    fn subcommands_choose_among_the_selected_stores() {
+        let two = "mysql,redis";
+        let cli = Cli::parse_from(["reconcile", "--stores", two, "repair"]);
+        let Ok(Plan::Repair(opts)) = plan(&cli.cmd, &cli.stores.selection) else { panic!("a repair plan") };
+        assert_eq!(opts.stores, [StoreKind::Mysql, StoreKind::Redis]);
+        let cli = Cli::parse_from(["reconcile", "--stores", two, "repair", "--stores", "es"]);
+        let e = plan(&cli.cmd, &cli.stores.selection).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("es is not one of the selected stores"), "{e}");
+        let cli = Cli::parse_from(["reconcile", "--stores", two, "replay", "--from-offset", "earliest"]);
+        assert_eq!(replay_options(&cli).map(|o| o.stores).ok(), Some(vec![StoreKind::Mysql, StoreKind::Redis]));
+        let cli = Cli::parse_from(["reconcile", "--stores", two, "replay", "--from-offset", "0", "--stores", "mongo"]);
+        assert!(replay_options(&cli).is_err());
     }
 }

@@ -118,15 +118,25 @@ pub(crate) async fn run(
     as_json: bool,
 ) -> anyhow::Result<u8> {
     let (k, t) = (kafka.clone(), topic.to_string());
-    let (records, next) = tokio::task::spawn_blocking(move || pending(&k, &t)).await??;
+    let (records, mut next) = tokio::task::spawn_blocking(move || pending(&k, &t)).await??;
     let mut tally = Tally::default();
     // Per store, its messages in topic order with the record each came from.
     let mut by_store: BTreeMap<String, Vec<(Record, Message)>> = BTreeMap::new();
     let limits = Limits { max_body_bytes: usize::MAX };
     // Dead letters are at least once: the same message refused by the same store is replayed once.
     let mut seen: std::collections::HashSet<(String, String, u64)> = std::collections::HashSet::new();
+    // Dead letters of a store outside --stores (refused before it was left out) are neither
+    // written nor committed past: each partition's commit stops at the first of them, so a
+    // replay that has the store still finds them (what is replayed again is written
+    // idempotently).
+    let mut left: BTreeMap<String, u64> = BTreeMap::new();
     for r in records {
         let store = r.store();
+        if r.replayable() && !stores.iter().any(|s| s.kind().name() == store) {
+            *left.entry(store).or_default() += 1;
+            next.entry(r.partition).and_modify(|n| *n = (*n).min(r.offset));
+            continue;
+        }
         let msg = r.payload.as_deref().filter(|_| r.replayable()).map(|p| Message::decode(p, limits));
         match msg {
             Some(Ok(m)) if !seen.insert((store.clone(), m.id.clone(), m.version)) => {}
@@ -136,6 +146,9 @@ pub(crate) async fn run(
                 tally.not_replayable.get_or_insert_with(class).add_example(&r.at(), why);
             }
         }
+    }
+    for (store, n) in &left {
+        eprintln!("reconcile: {n} dead letters of {store}, not in --stores, left on the topic for a replay that has it");
     }
     let producer: Option<FutureProducer> = if dry_run { None } else { Some(producer_config(kafka).create()?) };
     for (name, items) in &by_store {

@@ -183,9 +183,14 @@ impl SoakArgs {
     }
 }
 
-/// Where a run's services listen and how its charts are drawn (`run` and `soak` alike).
+/// Where a run's services listen, which stores they use, and how its charts are drawn (`run` and
+/// `soak` alike).
 #[derive(Args, Clone, Debug, Default)]
 pub(crate) struct Places {
+    /// The stores of the run, comma separated (MySQL required): given to every writer and
+    /// reconcile the run starts; only their servers are warmed and sampled.
+    #[arg(long, env = "STORES", value_name = "STORE,...", default_value = "all")]
+    pub stores: pipeline_stores::Selection,
     /// Where each round's ingest listens.
     #[arg(long, env = "EXPERIMENT_INGEST_LISTEN", default_value = "127.0.0.1:8080")]
     pub ingest_listen: String,

@@ -44,6 +44,15 @@ const CANNOT_RUN: u8 = 3;
 async fn main() -> ExitCode {
     let _logs = pipeline_common::telemetry::init_tracing();
     let cli = Cli::parse();
+    procs::select_stores(match &cli.cmd {
+        Some(Cmd::Run(a)) => a.places.stores.clone(),
+        Some(Cmd::Soak(a)) => a.places.stores.clone(),
+        Some(Cmd::Prefill(a)) => a.places.stores.clone(),
+        Some(Cmd::Chaos(a)) => a.stores.selection.clone(),
+        Some(Cmd::Ab(a)) => a.stores.selection.clone(),
+        Some(Cmd::Bench(_) | Cmd::Report { .. }) => pipeline_stores::StoreArgs::from_env().selection,
+        None => cli.run.places.stores.clone(),
+    });
     let work = async {
         match cli.cmd {
             Some(Cmd::Report { dir, font }) => {

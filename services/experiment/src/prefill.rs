@@ -121,7 +121,7 @@ async fn agreed_count(bins: &Path, out: &Path, name: &str) -> anyhow::Result<u64
     match counts.first() {
         Some(&n)
             if code == Some(0)
-                && counts.len() == pipeline_stores::StoreKind::ALL.len()
+                && counts.len() == crate::procs::stores().kinds().len()
                 && counts.iter().all(|&c| c == n) =>
         {
             Ok(n)

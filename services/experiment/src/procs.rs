@@ -9,8 +9,10 @@
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use pipeline_common::procstat::cpu_rss;
+use pipeline_stores::Selection;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use tokio::process::{Child, Command};
 
@@ -62,6 +64,20 @@ pub(crate) fn logged(cmd: &mut Command, log: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The stores of this run (`--stores`, env `STORES`), chosen once at the start.
+static STORES: OnceLock<Selection> = OnceLock::new();
+
+/// Chooses the stores of this run: every writer and reconcile it starts is given them (`STORES`),
+/// and only their servers are warmed and sampled. The first choice holds.
+pub(crate) fn select_stores(selection: Selection) {
+    let _ = STORES.set(selection);
+}
+
+/// The stores of this run: the chosen ones, else `STORES` from the environment, else all.
+pub(crate) fn stores() -> Selection {
+    STORES.get().cloned().unwrap_or_else(|| pipeline_stores::StoreArgs::from_env().selection)
+}
+
 /// Starts `bin args` with stdout and stderr in `log`, then waits until `base+ready` answers 200.
 pub(crate) async fn start(http: &reqwest::Client, launch: Launch<'_>) -> Result<Service, ProcError> {
     let Launch { name, bin, args, env, log, base, ready, timeout } = launch;
@@ -69,7 +85,8 @@ pub(crate) async fn start(http: &reqwest::Client, launch: Launch<'_>) -> Result<
         return Err(ProcError::PortTaken(format!("{base}/healthz")));
     }
     let mut cmd = Command::new(bin);
-    cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
+    // `env` may name other stores still (a chaos scenario's own flags): it comes after.
+    cmd.args(args).env("STORES", stores().to_string()).envs(env.iter().map(|(k, v)| (k, v)));
     logged(&mut cmd, log).map_err(|e| ProcError::Spawn(name.into(), e))?;
     let mut child = cmd.spawn().map_err(|e| ProcError::Spawn(format!("{name} ({})", bin.display()), e))?;
     let pid = child.id().unwrap_or(0);
@@ -182,6 +199,7 @@ pub(crate) async fn reconcile(
     let status = tokio::process::Command::new(bins.join("reconcile"))
         .arg("--json")
         .args(args)
+        .env("STORES", stores().to_string())
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(stdout)
@@ -205,9 +223,9 @@ pub(crate) fn server_pids(root: &Path) -> Vec<(String, u32)> {
     server_names().filter_map(|n| server_pid(root, n).map(|pid| (n.to_string(), pid))).collect()
 }
 
-/// The native stack's servers as its files name them: the broker, then each store.
+/// The native stack's servers as its files name them: the broker, then each store of the run.
 fn server_names() -> impl Iterator<Item = &'static str> {
-    std::iter::once("kafka").chain(pipeline_stores::StoreKind::ALL.iter().map(|k| k.name()))
+    std::iter::once("kafka").chain(stores().kinds().iter().map(|k| k.name()).collect::<Vec<_>>())
 }
 
 /// Each server's data on disk, from the links `scripts/stack` makes beside the pid files,

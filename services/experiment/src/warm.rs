@@ -90,10 +90,11 @@ pub(crate) fn steady(readings: &[f64], settle: usize, spread: f64) -> bool {
     last > 0.0 && last * (1.0 + spread) >= before
 }
 
-/// Warms every store's server of the registry, one after the other; the stores are left empty.
+/// Warms the server of every store of the run, one after the other; the stores are left empty.
 pub(crate) async fn run(root: &Path, rule: Rule) -> anyhow::Result<Vec<Warmed>> {
     let args = StoreArgs::from_env();
-    let stores = pipeline_stores::connect(&args, &StoreKind::ALL).await.context("connecting to the stores")?;
+    let stores =
+        pipeline_stores::connect(&args, crate::procs::stores().kinds()).await.context("connecting to the stores")?;
     let mut out = Vec::new();
     for store in &stores {
         let kind = store.kind();

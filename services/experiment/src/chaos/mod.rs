@@ -97,7 +97,12 @@ pub(crate) struct ChaosArgs {
 
 /// Runs the selected scenarios; true when every verdict is exact and every check passed.
 pub(crate) async fn run(args: &ChaosArgs) -> Result<bool, crate::run::RunError> {
-    let selected = Scenario::select(&args.scenarios).map_err(|e| anyhow::anyhow!(e))?;
+    let mut selected = Scenario::select(&args.scenarios).map_err(|e| anyhow::anyhow!(e))?;
+    // A store left out of --stores is no part of the pipeline: no freeze or wipe of it.
+    selected.retain(|s| match s {
+        Scenario::Freeze(k) | Scenario::Wipe(k) => args.stores.selection.contains(*k),
+        _ => true,
+    });
     if args.list {
         for s in Scenario::all() {
             println!("{}", s.name());

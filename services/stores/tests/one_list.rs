@@ -24,6 +24,9 @@ const DEPLOYMENT: &[&str] = &[
     "scripts/prometheus/",
     "scripts/requirements.txt",
     "scripts/compose-secrets",
+    // Parses the compose file with each store's profile (compose/check's stores test holds the
+    // list to the registry's).
+    "compose/smoke",
     "compose/docker-compose.yml",
     "compose/Dockerfile",
     "compose/mysql/",

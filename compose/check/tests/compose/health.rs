@@ -19,7 +19,8 @@ fn every_service_the_programs_need_is_healthchecked_and_restarted() {
     let all = services(&c);
     let mut problems = Vec::new();
     for (name, s) in all {
-        let one_shot = s.get("profiles").is_some();
+        // A profile of its own makes a service on demand, unless it is an optional store's.
+        let one_shot = !crate::with_the_stores(s);
         if !one_shot && !exporter(name) {
             let test = &s["healthcheck"]["test"];
             let ok = test.as_array().is_some_and(|t| t.len() > 1 && t[0] != "NONE") || test.as_str().is_some();
@@ -50,7 +51,7 @@ fn every_service_the_programs_need_is_healthchecked_and_restarted() {
     let w: BTreeSet<String> = deps("writer");
     // The servers: every long-running service that is not ours (built here), an exporter or a view.
     let servers = all.iter().filter(|(name, s)| {
-        s.get("build").is_none() && s.get("profiles").is_none() && !exporter(name) && !VIEWS.contains(&name.as_str())
+        s.get("build").is_none() && crate::with_the_stores(s) && !exporter(name) && !VIEWS.contains(&name.as_str())
     });
     for (server, _) in servers {
         if !w.contains(server) {

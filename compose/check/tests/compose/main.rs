@@ -20,6 +20,7 @@ mod promql;
 mod readme;
 mod schema;
 mod scrape;
+mod stores;
 
 // Helpers shared with the Docker test (tests/shared/mod.rs).
 #[path = "../shared/mod.rs"]

@@ -32,7 +32,7 @@ impl Project {
         let made = Command::new(root.join("scripts/compose-secrets")).output().expect("scripts/compose-secrets");
         assert!(made.status.success(), "scripts/compose-secrets: {}", String::from_utf8_lossy(&made.stderr));
         let v1 = std::fs::read_to_string(root.join(shared::COMPOSE)).expect("compose file");
-        let v1: String = v1.lines().filter(|l| !l.starts_with("name: ")).map(|l| format!("{l}\n")).collect();
+        let v1 = shared::as_v1(&v1);
         let v1_file = tempfile_path::TempPath::write("pipeline-offline", ".yml", &v1);
         let tag = image();
         let tag = tag
@@ -67,6 +67,8 @@ impl Project {
             .args(["--project-directory", "compose", "-p", &self.name, "-f"])
             .arg(self.v1_file.path())
             .args(["-f", OVERRIDE])
+            // Every store, as compose/.env enables them for a user.
+            .args(shared::store_profiles().iter().flat_map(|p| ["--profile", p]))
             .args(args)
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         cmd
@@ -112,13 +114,14 @@ impl Drop for Project {
     }
 }
 
-/// The services `up` starts: the main file's, less those in a profile there or in the override.
+/// The services `up` starts: the main file's, less those in a profile there (but a store's) or in
+/// the override.
 fn started_by_up() -> Vec<String> {
     let main = shared::compose();
     let over = shared::yaml(OVERRIDE);
     shared::services(&main)
         .iter()
-        .filter(|(name, s)| s.get("profiles").is_none() && over["services"][name.as_str()].get("profiles").is_none())
+        .filter(|(name, s)| shared::with_the_stores(s) && over["services"][name.as_str()].get("profiles").is_none())
         .map(|(name, _)| name.clone())
         .collect()
 }

@@ -26,6 +26,26 @@ pub fn compose() -> Json {
     yaml(COMPOSE)
 }
 
+/// The compose profiles of the optional stores: each is named as its store is in `STORES`
+/// (the registry's names), and MySQL, the system of record, has none.
+pub fn store_profiles() -> Vec<&'static str> {
+    pipeline_stores::StoreKind::ALL.into_iter().filter(|k| *k != pipeline_stores::REQUIRED).map(|k| k.name()).collect()
+}
+
+/// Whether a service runs with the stores: no profile, or only its store's.
+pub fn with_the_stores(s: &Json) -> bool {
+    match s.get("profiles").and_then(Json::as_array) {
+        None => true,
+        Some(p) => p.len() == 1 && p[0].as_str().is_some_and(|p| store_profiles().contains(&p)),
+    }
+}
+
+/// The compose file as compose v1 reads it: without the top-level `name:` and the
+/// `required: false` of an optional store's dependency, both v2's (docs/guides/compose.md).
+pub fn as_v1(text: &str) -> String {
+    text.lines().filter(|l| !l.starts_with("name: ")).map(|l| format!("{}\n", l.replace(", required: false", ""))).collect()
+}
+
 pub fn services(c: &Json) -> &serde_json::Map<String, Json> {
     c["services"].as_object().expect("services is a mapping")
 }

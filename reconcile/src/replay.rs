@@ -148,7 +148,9 @@ pub(crate) async fn run(
         }
     }
     for (store, n) in &left {
-        eprintln!("reconcile: {n} dead letters of {store}, not in --stores, left on the topic for a replay that has it");
+        eprintln!(
+            "reconcile: {n} dead letters of {store}, not in --stores, left on the topic for a replay that has it"
+        );
     }
     let producer: Option<FutureProducer> = if dry_run { None } else { Some(producer_config(kafka).create()?) };
     for (name, items) in &by_store {

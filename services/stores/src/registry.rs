@@ -192,7 +192,8 @@ mod tests {
         args.mongo.url = "mongodb://m.internal:27017/?tls=true".into();
         assert_eq!(args.plaintext_links(), ["mysql at db.internal", "es at 10.0.0.5"]);
         // A store the deployment does not have is never contacted, so its link is nobody's worry.
-        let without_es = StoreKind::ALL.into_iter().filter(|k| *k != StoreKind::Es).map(|k| k.name()).collect::<Vec<_>>();
+        let without_es =
+            StoreKind::ALL.into_iter().filter(|k| *k != StoreKind::Es).map(|k| k.name()).collect::<Vec<_>>();
         let all = std::mem::replace(&mut args.selection, without_es.join(",").parse().unwrap());
         assert_eq!(args.plaintext_links(), ["mysql at db.internal"]);
         args.selection = all;

@@ -30,7 +30,9 @@ pub enum SelectionError {
          against it, so it cannot be left out; add {required}"
     )]
     WithoutRequired { given: String, required: StoreKind },
-    #[error("{store} is not one of the selected stores ({selected}): add it to --stores (STORES) or leave it out here")]
+    #[error(
+        "{store} is not one of the selected stores ({selected}): add it to --stores (STORES) or leave it out here"
+    )]
     NotSelected { store: StoreKind, selected: Selection },
 }
 

@@ -85,7 +85,7 @@ async fn an_unknown_store_or_a_list_without_mysql_stops_at_startup() {
         assert_eq!(code, Some(2), "{bin}: {log}");
         assert!(log.contains("leaves out mysql, the system of record"), "{bin}: {log}");
         // The same from the environment.
-        let with_env = [env[0].clone(), ("STORES".into(), "mysql,cassandra".into())];
+        let with_env = [env[0].clone(), ("STORES", "mysql,cassandra".into())];
         let (code, log) = refused(bin, tail, &with_env);
         assert_eq!(code, Some(2), "{bin}: {log}");
         assert!(log.contains("unknown store `cassandra`"), "{bin}: {log}");

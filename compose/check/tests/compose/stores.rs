@@ -43,7 +43,8 @@ fn every_optional_store_is_a_profile_the_pipeline_waits_for_when_enabled() {
     // compose/.env, made by scripts/compose-secrets, enables every store by default.
     let script = read("scripts/compose-secrets");
     let line = script.lines().find(|l| l.contains("printf 'COMPOSE_PROFILES=")).unwrap_or_default();
-    let enabled: Vec<&str> = line.split('=').nth(1).and_then(|v| v.split('\\').next()).unwrap_or("").split(',').collect();
+    let enabled: Vec<&str> =
+        line.split('=').nth(1).and_then(|v| v.split('\\').next()).unwrap_or("").split(',').collect();
     if enabled != store_profiles() {
         problems.push(format!("scripts/compose-secrets enables {enabled:?} by default, want {:?}", store_profiles()));
     }

@@ -43,7 +43,10 @@ pub fn with_the_stores(s: &Json) -> bool {
 /// The compose file as compose v1 reads it: without the top-level `name:` and the
 /// `required: false` of an optional store's dependency, both v2's (docs/guides/compose.md).
 pub fn as_v1(text: &str) -> String {
-    text.lines().filter(|l| !l.starts_with("name: ")).map(|l| format!("{}\n", l.replace(", required: false", ""))).collect()
+    text.lines()
+        .filter(|l| !l.starts_with("name: "))
+        .map(|l| format!("{}\n", l.replace(", required: false", "")))
+        .collect()
 }
 
 pub fn services(c: &Json) -> &serde_json::Map<String, Json> {

@@ -90,47 +90,55 @@ pub(crate) fn steady(readings: &[f64], settle: usize, spread: f64) -> bool {
     last > 0.0 && last * (1.0 + spread) >= before
 }
 
-/// Warms the server of every store of the run, one after the other; the stores are left empty.
+/// Warms the server of every store of the run, all at once; the stores are left empty.
+///
+/// At once, not one after the other: a chunk is a span of time, not of work, so four stores in
+/// turn took four times the wall time (at least `2 × settle` chunks each: 40 s a store with
+/// the default rule, before every experiment, bench and their tests). Each reading is one
+/// server's own CPU per message (its process from /proc), which the others' load beside it does
+/// not change much; what it may add is noise, and the rule judges medians of windows for that.
 pub(crate) async fn run(root: &Path, rule: Rule) -> anyhow::Result<Vec<Warmed>> {
     let args = StoreArgs::from_env();
     let stores =
         pipeline_stores::connect(&args, crate::procs::stores().kinds()).await.context("connecting to the stores")?;
-    let mut out = Vec::new();
-    for store in &stores {
-        let kind = store.kind();
-        store.prepare().await.with_context(|| format!("preparing {kind}"))?;
-        let pid = crate::procs::server_pid(root, kind.name());
-        let t0 = Instant::now();
-        let mut next_id = 0;
-        let mut warmed = Warmed {
-            store: kind.name().into(),
-            chunk_s: rule.chunk_s,
-            messages: 0,
-            server_us: Vec::new(),
-            chunks: 0,
-            steady: false,
-            seconds: 0.0,
-        };
-        while warmed.chunks < rule.max_chunks {
-            let cpu0 = cpu_seconds(pid);
-            let n = write_chunk(store.as_ref(), &mut next_id, rule).await?;
-            warmed.chunks += 1;
-            warmed.messages += n;
-            if let (Some(a), Some(b)) = (cpu0, cpu_seconds(pid)) {
-                warmed.server_us.push((b - a) * 1e6 / n.max(1) as f64);
-            }
-            warmed.steady = steady(&warmed.server_us, rule.settle, rule.spread);
-            // Without a server process to read, the rule's least is written and nothing judged.
-            if warmed.steady || (pid.is_none() && warmed.chunks >= rule.settle) {
-                break;
-            }
+    // In the registry's order, whichever finishes first.
+    futures::future::try_join_all(stores.iter().map(|store| warm_one(root, store.as_ref(), rule))).await
+}
+
+/// One store's warm-up: chunks until its server is steady (or the rule's most), then emptied.
+async fn warm_one(root: &Path, store: &dyn pipeline_stores::Store, rule: Rule) -> anyhow::Result<Warmed> {
+    let kind = store.kind();
+    store.prepare().await.with_context(|| format!("preparing {kind}"))?;
+    let pid = crate::procs::server_pid(root, kind.name());
+    let t0 = Instant::now();
+    let mut next_id = 0;
+    let mut warmed = Warmed {
+        store: kind.name().into(),
+        chunk_s: rule.chunk_s,
+        messages: 0,
+        server_us: Vec::new(),
+        chunks: 0,
+        steady: false,
+        seconds: 0.0,
+    };
+    while warmed.chunks < rule.max_chunks {
+        let cpu0 = cpu_seconds(pid);
+        let n = write_chunk(store, &mut next_id, rule).await?;
+        warmed.chunks += 1;
+        warmed.messages += n;
+        if let (Some(a), Some(b)) = (cpu0, cpu_seconds(pid)) {
+            warmed.server_us.push((b - a) * 1e6 / n.max(1) as f64);
         }
-        store.reset().await.with_context(|| format!("emptying {kind} after its warm-up"))?;
-        warmed.seconds = t0.elapsed().as_secs_f64();
-        info!("warm-up: {}", line(&warmed));
-        out.push(warmed);
+        warmed.steady = steady(&warmed.server_us, rule.settle, rule.spread);
+        // Without a server process to read, the rule's least is written and nothing judged.
+        if warmed.steady || (pid.is_none() && warmed.chunks >= rule.settle) {
+            break;
+        }
     }
-    Ok(out)
+    store.reset().await.with_context(|| format!("emptying {kind} after its warm-up"))?;
+    warmed.seconds = t0.elapsed().as_secs_f64();
+    info!("warm-up: {}", line(&warmed));
+    Ok(warmed)
 }
 
 /// Writes batches of new messages (ids from `next_id` on, which it moves past the last one),

@@ -55,7 +55,7 @@ pub(crate) async fn run(args: &BenchArgs) -> anyhow::Result<bool> {
         in_flight: args.in_flight,
         records: args.records,
         profiling: args.profiling,
-        stores: pipeline_stores::StoreKind::ALL.iter().map(|k| k.name().to_string()).collect(),
+        stores: crate::procs::stores().kinds().iter().map(|k| k.name().to_string()).collect(),
         latency_rates: Vec::new(),
     };
     let save = |s: &Settings| -> anyhow::Result<()> {

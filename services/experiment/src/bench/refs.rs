@@ -9,7 +9,6 @@ use super::settings::BenchArgs;
 use crate::procs::{self, Launch};
 use anyhow::{bail, Context};
 use pipeline_common::procstat::cpu_seconds;
-use pipeline_stores::StoreKind;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -117,12 +116,12 @@ impl Refs<'_> {
         Ok(())
     }
 
-    /// Every store's server, then the broker, each driven by our own client code with the
-    /// server's CPU read around it.
+    /// Every store's server of the run (--stores), then the broker, each driven by our own
+    /// client code with the server's CPU read around it.
     pub(super) async fn servers_alone(&self, args: &BenchArgs) -> anyhow::Result<()> {
         let batches = (args.records / args.batch.max(1)).max(1);
         let (batch, in_flight) = (args.batch.to_string(), args.in_flight.to_string());
-        for kind in StoreKind::ALL {
+        for kind in crate::procs::stores().kinds() {
             let name = kind.name();
             info!("reference: {name} alone, {batches} batches of {batch}, {in_flight} in flight");
             // A quarter of the work first, not measured: a freshly started OpenSearch compiles its

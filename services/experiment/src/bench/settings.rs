@@ -67,7 +67,7 @@ pub(crate) struct Settings {
     pub in_flight: u32,
     pub records: u32,
     pub profiling: bool,
-    /// The registry's stores when the bench ran.
+    /// The stores the bench ran with (--stores, env STORES; all of the registry by default).
     pub stores: Vec<String>,
     /// The open-loop rates (requests/s) of the latency section: 5, 50 and 80 % of the knee.
     #[serde(default)]

@@ -10,7 +10,6 @@ use super::files::{load, ScenarioFiles};
 use super::monitor::Sample;
 pub(super) use super::record::{Check, Event, EventKind, Progress, Record, Recovery};
 use pipeline_common::reconcile_report::{names, Answer, CheckReport, Level};
-use pipeline_stores::StoreKind;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -163,7 +162,8 @@ fn reconcile_verdict(row: &mut Row, rec: &Answer) -> Vec<String> {
     let total = |name: &str| check.map_or(0, |c| c.total(name));
     let totals_expected = rec.totals().and_then(|t| t.expected).map(|e| e.accepted);
     row.accepted = check.and_then(|c| c.expected).map(|e| e.accepted).or(totals_expected);
-    for k in StoreKind::ALL {
+    // The run's stores only: a store left out of --stores has no zero to show.
+    for &k in crate::procs::stores().kinds() {
         row.lost_by_store.insert(k.name().into(), total(&names::missing(k)));
         row.dup_by_store.insert(k.name().into(), total(&names::duplicated(k)));
     }

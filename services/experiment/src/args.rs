@@ -99,6 +99,10 @@ pub(crate) struct RunArgs {
     /// prefill`); each round's reconcile judges only its own ids. Needs --no-warm-servers.
     #[arg(long)]
     pub keep_stores: bool,
+    /// Probe the broker's acknowledgement beside each round's measured phase at this many
+    /// one-message records per second (the bench's latency table shows it beside each rate).
+    #[arg(long, value_name = "RATE")]
+    pub broker_beside: Option<u32>,
 
     /// Evidence folder (default k6/out/experiment-<time>).
     #[arg(long, env = "EXPERIMENT_OUT")]
@@ -271,6 +275,9 @@ impl RunArgs {
         }
         if self.keep_stores {
             p.keep_stores = true;
+        }
+        if self.broker_beside.is_some() {
+            p.broker_beside = self.broker_beside;
         }
         if let Some(c) = &self.conditions {
             p.conditions = c.iter().map(|c| if c.trim() == "none" { String::new() } else { c.clone() }).collect();

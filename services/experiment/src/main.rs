@@ -7,6 +7,7 @@
 mod args;
 mod backlog;
 mod bench;
+mod beside;
 mod chaos;
 mod chart_style;
 mod cli;

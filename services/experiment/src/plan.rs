@@ -162,6 +162,10 @@ pub(crate) struct Plan {
     /// pre-filled by `experiment prefill`, to measure the cost as the stores grow); each
     /// round's reconcile then judges only that round's ids (`reconcile --only-prefix`).
     pub keep_stores: bool,
+    /// A probe of the broker's acknowledgement beside each round's measured phase, at this many
+    /// one-message records per second (`beside.rs`): what any producer of the same broker on the
+    /// same machine waits under the round's load. None: no probe.
+    pub broker_beside: Option<u32>,
 }
 
 impl Default for Plan {
@@ -190,6 +194,7 @@ impl Default for Plan {
             sample_every_s: 1,
             warm_servers: true,
             keep_stores: false,
+            broker_beside: None,
         }
     }
 }

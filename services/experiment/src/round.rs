@@ -243,10 +243,18 @@ async fn steps(
         tokio::time::sleep(measured_from).await;
         crate::stages::read(&ctx.http, &base, dir, crate::stages::START).await;
     };
-    let (k6_run, fault, ()) = tokio::join!(
+    let probe = async {
+        if let Some(rate) = ctx.plan.broker_beside {
+            let secs = crate::duration::seconds(&ctx.plan.duration).unwrap_or(60.0);
+            let (bins, root) = (ctx.bins.as_path(), ctx.root.as_path());
+            crate::beside::run(crate::beside::Probe { bins, root, dir, rate, from: measured_from, secs }).await;
+        }
+    };
+    let (k6_run, fault, (), ()) = tokio::join!(
         k6::run(&job, t0, sampler),
         fault(ctx, dir, t0, sampler, slot.fault, writer.pid, &cmd),
-        first_reading
+        first_reading,
+        probe
     );
     crate::stages::read(&ctx.http, &base, dir, crate::stages::END).await;
     rec.k6 = Some(k6_run?);

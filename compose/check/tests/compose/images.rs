@@ -7,7 +7,10 @@ use crate::{compose, read, services};
 fn the_image_holds_every_workspace_binary_and_runs_as_a_user() {
     let df = read("compose/Dockerfile");
     assert!(df.contains("cargo build --release --locked --workspace --bins"), "the image must build every binary");
-    assert!(df.contains("--mount=type=cache,target=/usr/local/cargo/registry"), "the cargo registry is a BuildKit cache mount");
+    assert!(
+        df.contains("--mount=type=cache,target=/usr/local/cargo/registry"),
+        "the cargo registry is a BuildKit cache mount"
+    );
     assert!(df.contains("--mount=type=cache,target=/src/target"), "the build folder is a BuildKit cache mount");
     let last_from = df.rfind("\nFROM ").expect("a runtime stage");
     assert!(df[last_from..].contains("\nUSER "), "the runtime stage sets a non-root USER");

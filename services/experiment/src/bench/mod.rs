@@ -12,7 +12,8 @@
 //! 4. Latency, open loop: the pipeline's knee is the single-POST run's accepted rate; the
 //!    null-202 server and the broker's own acknowledgement, and the pipeline, each at 5, 50 and
 //!    80 % of it (one open-loop experiment, a point per rate), with the pipeline's p99 split by
-//!    the ingest's own histograms into its stages (`crate::stages`): whose tail it is.
+//!    the ingest's own histograms into its stages (`crate::stages`), and the broker probed beside
+//!    each rate's measured phase (`crate::beside`): whose tail it is.
 //!
 //! Evidence in OUT: results.md, bench.json (the settings), references/ (k6 summaries, example
 //! output, CPU per reference), single/, batch/ and open/ (the experiments' evidence folders).
@@ -117,7 +118,11 @@ pub(crate) async fn run(args: &BenchArgs) -> anyhow::Result<bool> {
     save(&settings)?;
     refs.latency(args, &settings.latency_rates).await?;
     info!("pipeline: open loop at {:?} requests/s (5, 50, 80 % of the knee, {knee:.0}/s)", settings.latency_rates);
-    valid &= run(experiment("open", LoadKind::Open, args.vus, Some(settings.latency_rates.clone()))).await?;
+    // Beside each rate's measured phase, the broker probed at the lowest rate (5 % of the knee):
+    // its p99 under the round's load, where the references above are taken alone (crate::beside).
+    let mut open = experiment("open", LoadKind::Open, args.vus, Some(settings.latency_rates.clone()));
+    open.broker_beside = settings.latency_rates.first().copied();
+    valid &= run(open).await?;
     drop(lock);
 
     let md = table::render(&out)?;

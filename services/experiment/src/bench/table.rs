@@ -73,12 +73,6 @@ pub(super) fn before(line: &str, unit: &[&str]) -> Option<f64> {
     words.windows(unit.len() + 1).find(|w| w[1..] == *unit).and_then(|w| w[0].replace(',', "").parse().ok())
 }
 
-/// The number just after `word` ("... p50 1.23 ms, p99 4.56 ms").
-pub(super) fn after(line: &str, word: &str) -> Option<f64> {
-    let words: Vec<&str> = line.split_whitespace().collect();
-    words.windows(2).find(|w| w[0] == word).and_then(|w| w[1].trim_end_matches(',').parse().ok())
-}
-
 fn alone(refs: &Path, name: &str, records: u32) -> anyhow::Result<Alone> {
     let path = refs.join(format!("alone-{name}.txt"));
     let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
@@ -166,8 +160,7 @@ fn reference_at(refs: &Path, name: &str, rate: u32, low: u32, ext: &str) -> Opti
 fn broker_at(refs: &Path, rate: u32, low: u32) -> (Option<f64>, Option<f64>) {
     let Some(path) = reference_at(refs, "broker-latency", rate, low, ".txt") else { return (None, None) };
     let text = std::fs::read_to_string(path).unwrap_or_default();
-    let line = text.lines().last().unwrap_or("");
-    (after(line, "p50"), after(line, "p99"))
+    crate::beside::latency_line(text.lines().last().unwrap_or(""))
 }
 
 /// The goal at each rate: at the lowest (5 % of the knee) p50 within 1 ms of the broker's and
@@ -208,13 +201,15 @@ fn latency(md: &mut String, out: &Path, rates: &[u32]) -> anyhow::Result<()> {
          is larger) in a valid round. The stage columns are the pipeline's p99 per stage over the measured phase, from \
          the ingest's histograms (`ingest_ring_wait_seconds`, `ingest_gather_seconds`, \
          `ingest_kafka_delivery_seconds`, `ingest_request_seconds`; buckets about 1.5× apart): the one near the \
-         answer's owns the tail.\n"
+         answer's owns the tail. The broker beside: the same acknowledgement probed at the lowest rate during each \
+         round's measured phase, so under the pipeline's load on this machine; the last column sets the pipeline's \
+         p99 against it.\n"
     )?;
     writeln!(
         md,
-        "| requests/s | null 202 p50 / p99 | broker alone p50 / p99 | pipeline achieved/s | p50 ms | p99 ms | ring wait p99 | gathering p99 | Kafka delivery p99 | answer p99 | goal | reconcile |"
+        "| requests/s | null 202 p50 / p99 | broker alone p50 / p99 | pipeline achieved/s | p50 ms | p99 ms | ring wait p99 | gathering p99 | Kafka delivery p99 | answer p99 | goal | reconcile | broker beside p50 / p99 | p99 ÷ beside |"
     )?;
-    writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|---|")?;
+    writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")?;
     for &rate in rates {
         let null = reference_at(&refs, "null-open", rate, low, ".json")
             .and_then(|p| null_ref(&refs, p.file_stem()?.to_str()?).ok());
@@ -222,14 +217,24 @@ fn latency(md: &mut String, out: &Path, rates: &[u32]) -> anyhow::Result<()> {
         let pair = |a: Option<f64>, b: Option<f64>| format!("{} / {}", fmt(a, 2), fmt(b, 2));
         let null_cell = null.map_or("—".to_string(), |n| pair(n.p50, n.p99));
         let Some(v) = views.iter().find(|v| v.slot.point == rate) else {
-            writeln!(md, "| {rate} | {null_cell} | {} | no round | | | | | | | | |", pair(b50, b99))?;
+            writeln!(md, "| {rate} | {null_cell} | {} | no round | | | | | | | | | | |", pair(b50, b99))?;
             continue;
         };
-        let stages = crate::stages::of_round(&ev.dir.join("rounds").join(crate::round::dir_name(&v.slot)));
+        let round_dir = ev.dir.join("rounds").join(crate::round::dir_name(&v.slot));
+        let stages = crate::stages::of_round(&round_dir);
         let stage = |name: &str| fmt(stages.iter().find(|s| s.name == name).and_then(|s| s.p99_ms), 1);
+        let (s50, s99) = crate::beside::read(&round_dir);
+        let beside = match s99 {
+            Some(_) => pair(s50, s99),
+            None => "—".to_string(),
+        };
+        let ratio = match (v.stats.p99, s99) {
+            (Some(p), Some(b)) if b > 0.0 => format!("{:.1}×", p / b),
+            _ => "—".to_string(),
+        };
         writeln!(
             md,
-            "| {rate} | {null_cell} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {rate} | {null_cell} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {beside} | {ratio} |",
             pair(b50, b99),
             fmt(v.stats.throughput, 0),
             fmt(v.stats.p50, 2),
@@ -385,7 +390,7 @@ pub(super) fn render(out: &Path) -> anyhow::Result<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{after, before, fmt};
+    use super::{before, fmt};
 
     #[test]
     fn the_examples_lines_are_read_by_their_units() {
@@ -396,7 +401,7 @@ mod tests {
         assert_eq!(before(broker, &["msg/s"]), Some(51_429.0));
         assert_eq!(before("no figures here", &["msg/s"]), None);
         let latency = "broker latency: 100 records of one message at 50/s: p50 1.25 ms, p99 4.50 ms";
-        assert_eq!((after(latency, "p50"), after(latency, "p99")), (Some(1.25), Some(4.5)));
+        assert_eq!(crate::beside::latency_line(latency), (Some(1.25), Some(4.5)));
     }
 
     #[test]

@@ -11,7 +11,6 @@
 //! lightly, not at all.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 use tracing::warn;
 
@@ -40,23 +39,9 @@ pub(crate) async fn run(p: Probe<'_>) {
     tokio::time::sleep(p.from).await;
     let bin = p.bins.join("examples").join("broker_batches");
     let secs = (p.secs.ceil() as u64).max(1).to_string();
-    let out = tokio::process::Command::new(&bin)
-        .args(["latency", &p.rate.to_string(), &secs])
-        .current_dir(p.root)
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output()
-        .await;
-    let text = match out {
-        Ok(o) if o.status.success() => {
-            [String::from_utf8_lossy(&o.stderr), String::from_utf8_lossy(&o.stdout)].concat()
-        }
-        Ok(o) => format!(
-            "{}{}probe failed: {}\n",
-            String::from_utf8_lossy(&o.stderr),
-            String::from_utf8_lossy(&o.stdout),
-            o.status
-        ),
+    let text = match crate::procs::run_to_end(&bin, &["latency", &p.rate.to_string(), &secs], p.root).await {
+        Ok((status, text)) if status.success() => text,
+        Ok((status, text)) => format!("{text}probe failed: {status}\n"),
         Err(e) => format!("probe not started: {}: {e}\n", bin.display()),
     };
     if let Err(e) = std::fs::write(p.dir.join(FILE), text) {
@@ -73,10 +58,9 @@ pub(crate) fn read(round_dir: &Path) -> (Option<f64>, Option<f64>) {
 
 /// p50 and p99 of `broker_batches latency`'s line.
 pub(crate) fn latency_line(line: &str) -> (Option<f64>, Option<f64>) {
-    let after = |word: &str| {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        words.windows(2).find(|w| w[0] == word).and_then(|w| w[1].trim_end_matches(',').parse().ok())
-    };
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let after =
+        |word: &str| words.windows(2).find(|w| w[0] == word).and_then(|w| w[1].trim_end_matches(',').parse().ok());
     (after("p50"), after("p99"))
 }
 

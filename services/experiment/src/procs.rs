@@ -64,6 +64,15 @@ pub(crate) fn logged(cmd: &mut Command, log: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Runs a program to its end with no stdin, killed if the caller is dropped, and returns its exit
+/// status with what it printed, stderr first: the bench's reference examples and the broker probe
+/// (`crate::beside`) keep that text as their evidence, whatever the status.
+pub(crate) async fn run_to_end(bin: &Path, argv: &[&str], root: &Path) -> std::io::Result<(ExitStatus, String)> {
+    let out = Command::new(bin).args(argv).current_dir(root).stdin(Stdio::null()).kill_on_drop(true).output().await?;
+    let text = [String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout)].concat();
+    Ok((out.status, text))
+}
+
 /// The stores of this run (`--stores`, env `STORES`), chosen once at the start.
 static STORES: OnceLock<Selection> = OnceLock::new();
 

@@ -10,7 +10,6 @@ use crate::procs::{self, Launch};
 use anyhow::{bail, Context};
 use pipeline_common::procstat::cpu_seconds;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 use tracing::info;
 
@@ -148,19 +147,13 @@ impl Refs<'_> {
             None => None,
         };
         let cpu0 = pid.and_then(|p| cpu_seconds(Some(p)));
-        let out = tokio::process::Command::new(self.examples.join(bin))
-            .args(argv)
-            .current_dir(self.root)
-            .stdin(Stdio::null())
-            .kill_on_drop(true)
-            .output()
+        let (status, text) = procs::run_to_end(&self.examples.join(bin), argv, self.root)
             .await
             .with_context(|| format!("starting {bin}"))?;
-        let text = [String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout)].concat();
         let path = self.dir.join(format!("{name}.txt"));
         std::fs::write(&path, &text)?;
-        if !out.status.success() {
-            bail!("{bin} {} failed ({}); see {}", argv.join(" "), out.status, path.display());
+        if !status.success() {
+            bail!("{bin} {} failed ({status}); see {}", argv.join(" "), path.display());
         }
         if let (Some(pid), Some(cpu0)) = (pid, cpu0) {
             let used = cpu_seconds(Some(pid)).unwrap_or(cpu0) - cpu0;

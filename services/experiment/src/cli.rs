@@ -98,4 +98,18 @@ mod tests {
         let empty = Cli::parse_from(["experiment", "--load", "batch", "--batch", "0"]).run.plan(None).expect("plan");
         assert!(matches!(empty.validate(), Err(crate::plan::PlanError::EmptyBatch)));
     }
+
+    #[test]
+    fn an_ab_open_loop_needs_a_rate_and_only_it_takes_one() {
+        let ab = |args: &[&str]| Cli::try_parse_from([&["experiment", "ab", "a", "b"], args].concat());
+        let Ok(Cli { cmd: Some(Cmd::Ab(open)), .. }) = ab(&["--load", "open", "--rate", "1500"]) else {
+            panic!("an open loop at a rate parses")
+        };
+        assert_eq!((open.load, open.rate), (LoadKind::Open, Some(1500)));
+        assert!(open.check().is_ok());
+        assert!(ab(&["--load", "open"]).is_err(), "an open loop without a rate is refused");
+        assert!(ab(&["--load", "open", "--rate", "0"]).is_err(), "a rate of 0 is refused");
+        let Ok(Cli { cmd: Some(Cmd::Ab(closed)), .. }) = ab(&["--rate", "1500"]) else { panic!("parses") };
+        assert!(closed.check().is_err(), "a rate with the closed loop is refused before anything runs");
+    }
 }

@@ -44,9 +44,15 @@ pub(crate) struct AbArgs {
     /// draining a produced backlog.
     #[arg(long, value_enum, default_value = "pipeline")]
     pub part: Part,
-    /// The k6 load of ingest and pipeline runs: closed (single POSTs, 250 VUs) or batch (20 VUs × 100).
+    /// The k6 load of ingest and pipeline runs: closed (single POSTs, 250 VUs), open (single POSTs
+    /// at --rate a second, up to 250 in flight) or batch (20 VUs × 100). An open loop holds the
+    /// load fixed, so CPU per message and the tail compare at the same rate; a closed loop's rate
+    /// moves with the build, and CPU per message with it.
     #[arg(long, value_enum, default_value = "closed")]
     pub load: LoadKind,
+    /// Requests per second of an open-loop run (`--load open`, which needs it).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), required_if_eq("load", "open"))]
+    pub rate: Option<u32>,
     /// A/B pairs.
     #[arg(long, default_value_t = 2)]
     pub rounds: u32,
@@ -81,6 +87,16 @@ pub(crate) struct AbArgs {
     pub stores: StoreArgs,
 }
 
+impl AbArgs {
+    /// What clap cannot say: a rate is only for an open loop (a closed one sets its own).
+    pub(crate) fn check(&self) -> anyhow::Result<()> {
+        if self.rate.is_some() && self.load != LoadKind::Open {
+            bail!("--rate is the open loop's (--load open); a closed or batch load sets its own rate");
+        }
+        Ok(())
+    }
+}
+
 struct Side<'a> {
     label: String,
     bins: &'a Path,
@@ -99,9 +115,7 @@ struct Ab<'a> {
 
 /// Runs the pairs, printing and keeping one line per run.
 pub(crate) async fn run(args: &AbArgs) -> anyhow::Result<bool> {
-    if args.load == LoadKind::Open {
-        bail!("--load is closed or batch");
-    }
+    args.check()?;
     let common = &args.common;
     let root = crate::paths::root(common.root.as_deref())?;
     let out = args.out.clone().unwrap_or_else(|| root.join("k6/out").join(format!("ab-{}", crate::run::stamp())));
@@ -222,10 +236,19 @@ impl Ab<'_> {
         let base = format!("http://{}", self.args.ingest_listen);
         let mut k6_env = crate::k6::base_env(&self.root, &base, &summary, &ids, &format!("ab{}{r}", side.label));
         k6_env.push(("DURATION".into(), self.args.duration.clone().unwrap_or_else(|| default.into())));
-        let script = match self.args.load {
-            LoadKind::Batch => {
+        let script = match (self.args.load, self.args.rate) {
+            (LoadKind::Batch, _) => {
                 k6_env.extend([("VUS".into(), "20".into()), ("BATCH".into(), "100".into())]);
                 "k6/batch.js"
+            }
+            (LoadKind::Open, Some(rate)) => {
+                k6_env.extend([
+                    ("RATE".into(), rate.to_string()),
+                    ("PRE_VUS".into(), "50".into()),
+                    ("MAX_VUS".into(), "250".into()),
+                    ("WARMUP_ROUNDS".into(), "0".into()),
+                ]);
+                "k6/open-loop.js"
             }
             _ => {
                 k6_env.extend([("VUS".into(), "250".into()), ("WARMUP_ROUNDS".into(), "0".into())]);
@@ -254,6 +277,10 @@ impl Ab<'_> {
         );
         if pipeline {
             write!(line, ", writer {}", per_msg(cpu1[2] - cpu0[2], n))?;
+        }
+        if self.args.load == LoadKind::Open {
+            // A round that could not keep the rate measured less than it says.
+            write!(line, "; dropped {:.0}", num(&s, &["measured", "dropped_iterations"]).unwrap_or(0.0))?;
         }
         Ok(line)
     }

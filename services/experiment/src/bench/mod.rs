@@ -118,10 +118,10 @@ pub(crate) async fn run(args: &BenchArgs) -> anyhow::Result<bool> {
     save(&settings)?;
     refs.latency(args, &settings.latency_rates).await?;
     info!("pipeline: open loop at {:?} requests/s (5, 50, 80 % of the knee, {knee:.0}/s)", settings.latency_rates);
-    // Beside each rate's measured phase, the broker probed at the lowest rate (5 % of the knee):
-    // its p99 under the round's load, where the references above are taken alone (crate::beside).
+    // Beside each rate's measured phase, the broker probed lightly: its p99 under the round's
+    // load, where the references above are taken alone (crate::beside).
     let mut open = experiment("open", LoadKind::Open, args.vus, Some(settings.latency_rates.clone()));
-    open.broker_beside = settings.latency_rates.first().copied();
+    open.broker_beside = Some(crate::beside::BENCH_RATE);
     valid &= run(open).await?;
     drop(lock);
 

@@ -150,8 +150,10 @@ pub struct IngestConfig {
     pub linger_ms: u64,
     /// adaptive: a gathered record goes as soon as no record is in flight to the broker (and at
     /// the latest after --linger-ms), so a 202 waits for the window only while the broker is
-    /// busy with the record before; fixed: it always waits the whole window (docs/explanation/architecture.md,
-    /// "Why the window adapts").
+    /// busy with the record before; records are spaced 1 ms per request the one before held, at
+    /// most 10 ms and half of --linger-ms (a shorter window trades CPU for a lower median under
+    /// load); fixed: it always waits the whole window (docs/explanation/architecture.md, "Why the
+    /// window adapts").
     #[arg(long, env = "INGEST_LINGER_MODE", value_enum, default_value_t = LingerMode::Adaptive)]
     pub linger_mode: LingerMode,
     /// Kafka producer batch size, in bytes.

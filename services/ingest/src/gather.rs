@@ -10,12 +10,14 @@
 //!
 //! The window can adapt (`--linger-mode adaptive`, the default; docs/explanation/architecture.md): a gathered record goes as soon as
 //! nothing is in flight to the broker, and requests gather only while the previous record awaits
-//! its acknowledgement, as Nagle's algorithm does for TCP segments; but records go at most one per
-//! [`spacing`] (a quarter window, 5 ms at most). An idle ingest then sends a request's record at
-//! once instead of holding it for the whole window. A busy one still makes large records: without
-//! the spacing the broker's round trip (a few ms) set the record size under load, and tansu's CPU
-//! per message doubled (its work is per record). `--linger-ms` stays the upper bound.
-//! `--linger-mode fixed` always waits for the window.
+//! its acknowledgement, as Nagle's algorithm does for TCP segments; but a record follows the one
+//! before only after a [`spacing`] that grows with the requests that one held. An idle ingest
+//! then sends a request's record at once instead of holding it for the whole window. A busy one
+//! still makes large records: without the spacing the broker's round trip (a few ms) set the
+//! record size under load, and the broker's CPU per message (tansu's work is per record) and the
+//! producer's (librdkafka's wake-ups are per record) grew with the record count, on the cores the
+//! load shares. `--linger-ms` stays the upper bound. `--linger-mode fixed` always waits for the
+//! window.
 //!
 //! The acknowledgement contract is unchanged: a gathered record carries the acknowledgement of
 //! every request record it holds, and its delivery report is reported to each of them, so a
@@ -25,11 +27,23 @@ use crate::ack::Ack;
 use pipeline_common::record::Joined;
 use std::time::{Duration, Instant};
 
-/// The least time between two gathered records of an adaptive window: a quarter of the window,
-/// so records under load stay a few times larger than the broker's round trip would make them,
-/// but never more than 5 ms, so a long window does not hold a quiet request for a quarter of it.
-pub(crate) fn spacing(window: Duration) -> Duration {
-    (window / 4).min(Duration::from_millis(5))
+/// Spacing earned by each request record the last gathered record held.
+const SPACING_PER_REQUEST: Duration = Duration::from_millis(1);
+/// The most an adaptive window spaces its records, whatever the window.
+const SPACING_MAX: Duration = Duration::from_millis(10);
+
+/// The least time between a gathered record that held `held` request records and the next one,
+/// with an adaptive window: 1 ms per request it held, at most half the window and at most 10 ms.
+///
+/// Why it grows with the record: the spacing is there to keep records few when the ingest is
+/// busy, and must cost nothing when it is quiet. A record of one request (a quiet ingest) lets
+/// the next go 1 ms later, sooner than the broker answers, so the round trip spaces the records
+/// and a request does not wait for the spacing. Past 1,000 requests a second each record holds
+/// more requests than its spacing has milliseconds, so the spacing grows to its bound: at most
+/// 100 records a second, each of ten requests or more. The bound is small next to the window's
+/// 20 ms and to a 202 under load, and half the window keeps a short window the upper bound.
+pub(crate) fn spacing(window: Duration, held: usize) -> Duration {
+    SPACING_PER_REQUEST.saturating_mul(u32::try_from(held).unwrap_or(u32::MAX)).min(window / 2).min(SPACING_MAX)
 }
 
 /// What a request puts in the ring.
@@ -81,8 +95,12 @@ pub(crate) struct Gather {
     /// When the first record of the one being gathered was taken from the ring.
     first: Option<Instant>,
     /// When the last gathered record was made ready: an adaptive window sends the next one no
-    /// sooner than [`spacing`] after it.
+    /// sooner than its [`spacing`] after it.
     last_sent: Option<Instant>,
+    /// That record's spacing (from the request records it held).
+    last_spacing: Duration,
+    /// Request records in the record being gathered.
+    held: usize,
     /// Ring bytes (`Entry::bytes`) of the record being gathered, and of the ready ones: the ring
     /// counts them as held until they are handed to librdkafka, so its byte bound still bounds
     /// what the consumer holds while librdkafka's queue is full.
@@ -101,6 +119,8 @@ impl Gather {
             acks: Vec::new(),
             first: None,
             last_sent: None,
+            last_spacing: Duration::ZERO,
+            held: 0,
             joined_bytes: 0,
             ready_bytes: 0,
             ready: Vec::new(),
@@ -121,6 +141,7 @@ impl Gather {
         self.first.get_or_insert(now);
         self.joined_bytes += entry.bytes();
         self.joined.push(entry.payload);
+        self.held += 1;
         self.acks.extend(entry.ack);
     }
 
@@ -140,6 +161,7 @@ impl Gather {
         let since = self.first.take();
         if let (Some(payload), Some(since)) = (self.joined.take(), since) {
             self.last_sent = Some(now);
+            self.last_spacing = spacing(self.window, std::mem::take(&mut self.held));
             self.ready.push(Pending { payload, acks: std::mem::take(&mut self.acks), since });
             self.ready_bytes += std::mem::take(&mut self.joined_bytes);
         }
@@ -147,9 +169,9 @@ impl Gather {
 
     /// Sends the record being gathered if its window is over, or, with an adaptive window, if
     /// nothing is in flight (`in_flight` is the publisher's count) and the last record went at
-    /// least [`spacing`] ago.
+    /// least its [`spacing`] ago.
     pub(crate) fn flush_if_due(&mut self, now: Instant, in_flight: usize) {
-        let spaced = self.last_sent.is_none_or(|t| now.saturating_duration_since(t) >= spacing(self.window));
+        let spaced = self.last_sent.is_none_or(|t| now.saturating_duration_since(t) >= self.last_spacing);
         if self.due_in(now) == Some(Duration::ZERO) || (self.adaptive && in_flight == 0 && spaced) {
             self.flush_at(now);
         }
@@ -157,7 +179,7 @@ impl Gather {
 
     /// How long until the spacing allows the next record, `None` when it allows one now.
     pub(crate) fn spacing_left(&self, now: Instant) -> Option<Duration> {
-        let next = self.last_sent? + spacing(self.window);
+        let next = self.last_sent? + self.last_spacing;
         (next > now).then(|| next - now)
     }
 
@@ -264,6 +286,7 @@ mod tests {
     #[test]
     fn an_adaptive_window_sends_when_the_link_is_idle_and_gathers_while_a_record_is_in_flight() {
         let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_micros(n * 1000);
         let window = Duration::from_millis(20);
         let mut g = Gather::new(1 << 10, window, true);
         // Nothing in flight: the first request goes at once, alone.
@@ -273,31 +296,52 @@ mod tests {
         assert_eq!(payloads(&mut g), vec![r#"{"id":"a"}"#]);
         assert!(!g.awaits_link());
         // Its record in flight: the next requests gather...
-        g.push(entry(r#"{"id":"b"}"#, None), t0 + Duration::from_millis(1));
-        g.push(entry(r#"{"id":"c"}"#, None), t0 + Duration::from_millis(2));
-        g.flush_if_due(t0 + Duration::from_millis(3), 1);
+        g.push(entry(r#"{"id":"b"}"#, None), t0 + Duration::from_micros(300));
+        g.push(entry(r#"{"id":"c"}"#, None), t0 + Duration::from_micros(400));
+        g.flush_if_due(t0 + Duration::from_micros(500), 1);
         assert!(!g.has_ready(), "gathers while the previous record awaits its acknowledgement");
-        // ...and go together once it is acknowledged, a quarter window (5 ms) after the last sent,
-        // not after the first gathered (at 1 ms: that would allow 6).
-        g.flush_if_due(t0 + Duration::from_millis(4), 0);
-        assert!(!g.has_ready(), "records go at most one per quarter window");
-        g.flush_if_due(t0 + Duration::from_millis(6), 0);
+        // ...and go together once it is acknowledged and the spacing of a one-request record
+        // (1 ms after it) is over.
+        g.flush_if_due(t0 + Duration::from_micros(900), 0);
+        assert!(!g.has_ready(), "a record of one request spaces the next by 1 ms");
+        assert_eq!(g.spacing_left(t0 + Duration::from_micros(900)), Some(Duration::from_micros(100)));
+        g.flush_if_due(ms(1), 0);
         assert_eq!(payloads(&mut g), vec![r#"[{"id":"b"},{"id":"c"}]"#]);
-        // The window stays the upper bound when the broker is slow to answer.
-        g.push(entry(r#"{"id":"d"}"#, None), t0 + Duration::from_millis(7));
-        g.flush_if_due(t0 + Duration::from_millis(26), 1);
-        assert!(!g.has_ready());
-        g.flush_if_due(t0 + Duration::from_millis(27), 1);
+        // Two requests: the next record waits 2 ms after this one (sent at 1 ms).
+        g.push(entry(r#"{"id":"d"}"#, None), ms(2));
+        g.flush_if_due(t0 + Duration::from_micros(2900), 0);
+        assert!(!g.has_ready(), "a record of two requests spaces the next by 2 ms");
+        g.flush_if_due(ms(3), 0);
         assert_eq!(payloads(&mut g), vec![r#"{"id":"d"}"#]);
+        // A busy ingest's large record spaces the next by the bound (10 ms, under half the window).
+        for i in 0..30 {
+            g.push(entry(&format!(r#"{{"id":"{i}"}}"#), None), ms(3));
+        }
+        g.flush_if_due(ms(4), 0);
+        assert_eq!(g.ready().0.count(), 1);
+        assert_eq!(g.spacing_left(ms(4)), Some(Duration::from_millis(10)));
+        // The window stays the upper bound when the broker is slow to answer.
+        g.push(entry(r#"{"id":"e"}"#, None), ms(5));
+        g.flush_if_due(ms(24), 1);
+        assert!(!g.has_ready());
+        g.flush_if_due(ms(25), 1);
+        assert_eq!(payloads(&mut g), vec![r#"{"id":"e"}"#]);
         // A fixed window waits for the window even when the link is idle.
-        assert_eq!(
-            spacing(Duration::from_secs(40)),
-            Duration::from_millis(5),
-            "a long window is not waited a quarter of"
-        );
         let mut f = Gather::new(1 << 10, window, false);
-        f.push(entry(r#"{"id":"e"}"#, None), t0);
-        f.flush_if_due(t0 + Duration::from_millis(1), 0);
+        f.push(entry(r#"{"id":"f"}"#, None), t0);
+        f.flush_if_due(ms(1), 0);
         assert!(!f.has_ready() && !f.awaits_link());
+    }
+
+    #[test]
+    fn the_spacing_grows_with_the_record_up_to_its_bounds() {
+        let window = Duration::from_millis(20);
+        assert_eq!(spacing(window, 0), Duration::ZERO);
+        assert_eq!(spacing(window, 1), Duration::from_millis(1), "a quiet ingest's record");
+        assert_eq!(spacing(window, 7), Duration::from_millis(7));
+        assert_eq!(spacing(window, 5_000), Duration::from_millis(10), "a busy one's: the bound");
+        assert_eq!(spacing(Duration::from_secs(40), 5_000), Duration::from_millis(10), "whatever the window");
+        assert_eq!(spacing(Duration::from_millis(4), 5_000), Duration::from_millis(2), "at most half the window");
+        assert_eq!(spacing(window, usize::MAX), Duration::from_millis(10));
     }
 }

@@ -99,8 +99,6 @@ pub(crate) struct Gather {
     last_sent: Option<Instant>,
     /// That record's spacing (from the request records it held).
     last_spacing: Duration,
-    /// Request records in the record being gathered.
-    held: usize,
     /// Ring bytes (`Entry::bytes`) of the record being gathered, and of the ready ones: the ring
     /// counts them as held until they are handed to librdkafka, so its byte bound still bounds
     /// what the consumer holds while librdkafka's queue is full.
@@ -120,7 +118,6 @@ impl Gather {
             first: None,
             last_sent: None,
             last_spacing: Duration::ZERO,
-            held: 0,
             joined_bytes: 0,
             ready_bytes: 0,
             ready: Vec::new(),
@@ -141,7 +138,6 @@ impl Gather {
         self.first.get_or_insert(now);
         self.joined_bytes += entry.bytes();
         self.joined.push(entry.payload);
-        self.held += 1;
         self.acks.extend(entry.ack);
     }
 
@@ -159,9 +155,10 @@ impl Gather {
 
     fn flush_at(&mut self, now: Instant) {
         let since = self.first.take();
+        let held = self.joined.records();
         if let (Some(payload), Some(since)) = (self.joined.take(), since) {
             self.last_sent = Some(now);
-            self.last_spacing = spacing(self.window, std::mem::take(&mut self.held));
+            self.last_spacing = spacing(self.window, held);
             self.ready.push(Pending { payload, acks: std::mem::take(&mut self.acks), since });
             self.ready_bytes += std::mem::take(&mut self.joined_bytes);
         }

@@ -181,8 +181,8 @@ async fn an_idle_ingest_does_not_hold_a_request_for_the_window() {
     let ns = Namespace::new("idle").await;
     // A 40 s window: with the adaptive window a request that finds nothing in
     // flight goes to Kafka at once (1 ms after a one-request record before at the latest), so its 202
-    // comes within the broker's round trip; a fixed window would hold each for the whole 40 s,
-    // and a spacing of a share of the window for seconds. The 5 s bound is a thousand times the expected
+    // comes within the broker's round trip; a fixed window would hold each for the whole 40 s.
+    // The 5 s bound is a thousand times the expected
     // wait, not a performance figure: it tells "at once" from "held for the window".
     let app = spawn(&ns, None, &["--linger-ms", "40000", "--deadline-ms", "90000", "--linger-mode", "adaptive"]).await;
     for i in 0..3 {

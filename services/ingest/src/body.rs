@@ -35,13 +35,20 @@ const UNIT: usize = 1024;
 pub(crate) struct BodyBudget {
     permits: Arc<Semaphore>,
     total: usize,
+    /// `ingest_body_bytes`, looked up once: `gauge!` per request hashed its key into the
+    /// registry every time.
+    in_use: metrics::Gauge,
 }
 
 impl BodyBudget {
     pub(crate) fn new(bytes: usize) -> BodyBudget {
         let units = bytes.div_ceil(UNIT).clamp(1, Semaphore::MAX_PERMITS);
         gauge!(catalog::INGEST_BODY_BUDGET_BYTES).set((units * UNIT) as f64);
-        BodyBudget { permits: Arc::new(Semaphore::new(units)), total: units }
+        BodyBudget {
+            permits: Arc::new(Semaphore::new(units)),
+            total: units,
+            in_use: gauge!(catalog::INGEST_BODY_BYTES),
+        }
     }
 
     fn in_use(&self) -> usize {
@@ -136,7 +143,7 @@ pub(crate) async fn read_json(
             .closing());
         }
     };
-    gauge!(catalog::INGEST_BODY_BYTES).set(budget.in_use() as f64);
+    budget.in_use.set(budget.in_use() as f64);
     Ok(Body { bytes, _held: held })
 }
 

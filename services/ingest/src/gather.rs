@@ -174,8 +174,12 @@ impl Gather {
         }
     }
 
-    /// How long until the spacing allows the next record, `None` when it allows one now.
+    /// How long until an adaptive window's spacing allows the next record, `None` when it allows
+    /// one now (and always with a fixed window, which has no spacing).
     pub(crate) fn spacing_left(&self, now: Instant) -> Option<Duration> {
+        if !self.adaptive {
+            return None;
+        }
         let next = self.last_sent? + self.last_spacing;
         (next > now).then(|| next - now)
     }
@@ -328,6 +332,9 @@ mod tests {
         f.push(entry(r#"{"id":"f"}"#, None), t0);
         f.flush_if_due(ms(1), 0);
         assert!(!f.has_ready() && !f.awaits_link());
+        f.flush_if_due(ms(20), 0);
+        assert_eq!(f.ready().0.count(), 1);
+        assert_eq!(f.spacing_left(ms(20)), None, "a fixed window has no spacing to sleep through");
     }
 
     #[test]

@@ -224,17 +224,21 @@ fn consume(
             let held = c.bytes.fetch_sub(bytes, Ordering::AcqRel).saturating_sub(bytes);
             gauge!(catalog::INGEST_RING_BYTES).set(held as f64);
         } else if idle {
-            // Nothing came and nothing is due: sleep. With a record gathered behind one in flight,
-            // until the broker's acknowledgement leaves nothing in flight (the delivery report
-            // wakes us), the spacing ends, or the window does; puts do not wake us then, they
-            // only join what is gathered. With nothing gathered, until a put wakes us, after a
-            // nap that grows while the ring stays idle.
-            // With the link idle but the spacing not yet over, sleep out the spacing: nothing
-            // needs to wake us before it ends.
-            let (what, nap) = match (gather.awaits_link(), publisher.in_flight() > 0) {
-                (true, true) => (Some(Awaits::Link), Duration::MAX),
-                (true, false) => (None, gather.spacing_left(now).unwrap_or(Duration::ZERO)),
-                (false, _) => (Some(Awaits::Put), backoff(empty_looks, opts.idle_sleep_max)),
+            // Nothing came and nothing is due: sleep. While an adaptive window's spacing lasts,
+            // nothing can be sent, so nothing wakes us before it ends: puts wait in the ring and
+            // the delivery report is read when it ends (a wake-up per put or per report cost a
+            // thread switch per record under load, when the spacing is longer than the broker's
+            // round trip). After it, with a record gathered behind one in flight, until the
+            // broker's acknowledgement leaves nothing in flight (the delivery report wakes us) or
+            // the window ends; puts do not wake us then, they only join what is gathered. With
+            // nothing gathered, until a put wakes us, after a nap that grows while the ring
+            // stays idle.
+            let (what, nap) = match (gather.spacing_left(now), gather.awaits_link(), publisher.in_flight() > 0) {
+                (Some(left), _, _) => (None, left),
+                (None, true, true) => (Some(Awaits::Link), Duration::MAX),
+                // The link went idle after `flush_if_due` looked: look again.
+                (None, true, false) => (None, Duration::ZERO),
+                (None, false, _) => (Some(Awaits::Put), backoff(empty_looks, opts.idle_sleep_max)),
             };
             let nap = gather.due_in(now).map_or(nap, |due| due.min(nap));
             let drained = c.drained.load(Ordering::Relaxed);

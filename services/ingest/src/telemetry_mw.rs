@@ -7,8 +7,12 @@
 //! request in every `--access-log-every` is logged (0: none).
 //!
 //! Every request runs in a `request` span (route, client, a request number, the
-//! `x-request-id` header when the client sends one), so whatever the handlers log about it
-//! (a deadline, a refused body, a broker error) says which request it was.
+//! `x-request-id` header when the client sends one), so whatever is logged about it says which
+//! request it was. The span is at debug level: at info nothing logs inside a request (its access
+//! line is written once it is answered, with the same fields), yet the subscriber formats an
+//! enabled span's fields for every request: a visible share of an HTTP worker's CPU per request
+//! (docs/results/2026-12-07-consumer-and-span.md). A handler that logs at info or above names
+//! the request itself.
 
 use crate::auth::KeyName;
 use crate::edge::Edge;
@@ -99,7 +103,7 @@ pub(crate) async fn observe(
         .and_then(|v| v.to_str().ok())
         .filter(|v| v.len() <= 64 && v.bytes().all(|b| b.is_ascii_graphic()))
         .unwrap_or("");
-    let span = tracing::info_span!("request", n, route = %route, client = %client, request_id = client_id);
+    let span = tracing::debug_span!("request", n, route = %route, client = %client, request_id = client_id);
     let res = next.call(req).instrument(span).await;
     let (status, key, messages) = match &res {
         Ok(r) => (

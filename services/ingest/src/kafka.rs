@@ -1,9 +1,10 @@
 //! The Kafka side of the ingest: an idempotent, acks=all, lz4 producer whose delivery reports
 //! complete the HTTP requests waiting in `--ack kafka` mode.
 //!
-//! `ThreadedProducer` runs librdkafka's poll loop on its own thread (it blocks in poll with a
-//! timeout) and calls [`DeliveryCtx::delivery`] for every record; the request's [`RequestAck`]
-//! travels with each of its records as the delivery opaque, so no map of pending ids is needed.
+//! A thread of ours (`kafka-reports`) waits on librdkafka's queue and calls
+//! [`DeliveryCtx::delivery`] for every record; the request's [`RequestAck`] travels with each of
+//! its records as the delivery opaque, so no map of pending ids is needed. Not rdkafka's
+//! `ThreadedProducer`: see [`REPORTS_POLL`].
 
 use crate::ack::{Ack, Delivery};
 use crate::gather::{Pending, Publish};
@@ -13,12 +14,47 @@ use pipeline_common::catalog;
 use pipeline_common::config::{KafkaArgs, KafkaOptions};
 use pipeline_common::kafka::producer_config;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::util::Timeout;
 use rdkafka::{ClientConfig, ClientContext};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// How long one `poll` of librdkafka's queue lasts on the report thread. rust-rdkafka's `poll`
+/// hands librdkafka whole milliseconds, rounded down, and loops until its deadline: through the
+/// last fraction of a millisecond it polls with a 0 ms timeout, a busy loop of up to 1 ms per
+/// call. `ThreadedProducer` calls it for 100 ms at a time, so its thread spun up to 1 % of a
+/// core, idle or not (the writer's dead-letter producer met the same, `writer::dlq`); a second
+/// per call makes that at most 0.1 %. A report does not wait for the call to end: the wait
+/// inside it ends when a report comes. Shutdown does not wait for it either (the thread is
+/// told to stop and ends on its own within the call).
+const REPORTS_POLL: Duration = Duration::from_secs(1);
+
+/// Tells the report thread to stop when the last [`Publisher`] clone goes. Not joined: the
+/// thread holds the producer until its current poll ends, then drops it.
+struct ReportThread {
+    stop: Arc<AtomicBool>,
+}
+
+impl ReportThread {
+    fn start(producer: Arc<BaseProducer<DeliveryCtx>>) -> std::io::Result<ReportThread> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        std::thread::Builder::new().name("kafka-reports".into()).spawn(move || {
+            while !stopped.load(Ordering::Relaxed) {
+                producer.poll(REPORTS_POLL);
+            }
+        })?;
+        Ok(ReportThread { stop })
+    }
+}
+
+impl Drop for ReportThread {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
 
 /// What travels with a record through librdkafka until its delivery report.
 pub struct Opaque {
@@ -125,7 +161,8 @@ const RECORD_FRAMING: usize = 4096;
 /// Cheap to clone; all clones share one producer.
 #[derive(Clone)]
 pub struct Publisher {
-    producer: Arc<ThreadedProducer<DeliveryCtx>>,
+    producer: Arc<BaseProducer<DeliveryCtx>>,
+    _reports: Arc<ReportThread>,
     topic: String,
     /// How long one record may wait for room in librdkafka's queue before it fails.
     queue_full_timeout: Duration,
@@ -165,13 +202,16 @@ impl Publisher {
         }
         let in_flight = Arc::new(AtomicUsize::new(0));
         let wake = Arc::new(std::sync::OnceLock::new());
-        let producer: ThreadedProducer<DeliveryCtx> = config.create_with_context(DeliveryCtx {
+        let producer: Arc<BaseProducer<DeliveryCtx>> = Arc::new(config.create_with_context(DeliveryCtx {
             in_flight: in_flight.clone(),
             wake: wake.clone(),
             delivered: histogram!(catalog::INGEST_KAFKA_DELIVERY_SECONDS),
-        })?;
+        })?);
+        let reports = ReportThread::start(producer.clone())
+            .map_err(|e| KafkaError::ClientCreation(format!("starting the delivery-report thread: {e}")))?;
         Ok(Publisher {
-            producer: Arc::new(producer),
+            producer,
+            _reports: Arc::new(reports),
             topic: cfg.kafka.topic.clone(),
             // Half the request deadline: a record that cannot enter librdkafka gives up while its
             // request still waits, so the request can truthfully answer 503 (never written)
@@ -292,6 +332,41 @@ mod tests {
         let old = ["--record-max-bytes", "0", "--linger-ms", "7"];
         assert_eq!(window(&old), Duration::from_millis(7));
         assert_eq!(window(&[&old[..], &["--producer-options", "linger.ms=20"]].concat()), Duration::from_millis(20));
+    }
+
+    /// This process's threads: (thread id, CPU ticks so far, user + system).
+    fn threads() -> Vec<(String, u64)> {
+        let tasks = std::fs::read_dir("/proc/self/task").expect("/proc/self/task");
+        tasks
+            .filter_map(|t| {
+                let t = t.ok()?;
+                let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
+                // Fields after the command (which may hold spaces): state is the 3rd, utime the 14th.
+                let rest = &stat[stat.rfind(')')? + 2..];
+                let f: Vec<&str> = rest.split(' ').collect();
+                let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+                Some((t.file_name().to_string_lossy().into_owned(), ticks))
+            })
+            .collect()
+    }
+
+    /// rust-rdkafka's `ThreadedProducer` polled for 100 ms at a time and spun through the last
+    /// fraction of a millisecond of each poll (`REPORTS_POLL`): about 45 ms of CPU in 5 idle
+    /// seconds. The threads a producer starts must stay about idle while nothing is sent.
+    #[test]
+    fn an_idle_producer_does_not_spin() {
+        use clap::Parser;
+        let before: std::collections::HashSet<String> = threads().into_iter().map(|(t, _)| t).collect();
+        let cfg = IngestConfig::try_parse_from(["ingest"]).expect("flags parse");
+        let publisher = Publisher::new(&cfg.producer()).expect("a producer");
+        let ours = || threads().into_iter().filter(|(t, _)| !before.contains(t)).collect::<Vec<_>>();
+        std::thread::sleep(Duration::from_secs(1));
+        let start: u64 = ours().iter().map(|(_, n)| n).sum();
+        std::thread::sleep(Duration::from_secs(5));
+        let used: u64 = ours().iter().map(|(_, n)| n).sum::<u64>().saturating_sub(start);
+        drop(publisher);
+        // Ticks are 10 ms; a producer whose threads only wake to wait again uses none or one.
+        assert!(used <= 2, "the producer's threads used {used} ticks of CPU in 5 idle seconds");
     }
 
     #[test]

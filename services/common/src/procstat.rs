@@ -27,6 +27,23 @@ pub fn cpu_rss(pid: Option<u32>) -> Option<(f64, u64)> {
     Some(((stat.utime + stat.stime) as f64 / ticks(), stat.rss * procfs::page_size()))
 }
 
+/// CPU seconds (user + system) of each thread of process `pid` (this process when `None`), by
+/// thread id: what says which thread of a process spends its CPU.
+pub fn thread_cpu_seconds(pid: Option<u32>) -> Option<Vec<(i32, f64)>> {
+    let p = match pid {
+        Some(pid) => Process::new(i32::try_from(pid).ok()?).ok()?,
+        None => Process::myself().ok()?,
+    };
+    let tasks = p.tasks().ok()?;
+    // A thread that ends between the listing and its stat is left out, not an error.
+    Some(
+        tasks
+            .flatten()
+            .filter_map(|t| Some((t.tid, t.stat().ok().map(|s| (s.utime + s.stime) as f64 / ticks())?)))
+            .collect(),
+    )
+}
+
 /// Open file descriptors and threads of process `pid`: what a soak watches for leaks (the
 /// descriptors from `/proc/PID/fd`, the threads from its stat line).
 pub fn fds_threads(pid: u32) -> Option<(u64, u64)> {
@@ -84,6 +101,8 @@ mod tests {
         assert!(super::machine_busy().expect("/proc/stat") > 0.0);
         let (fds, threads) = super::fds_threads(std::process::id()).expect("own fds and threads");
         assert!(fds >= 3 && threads >= 1, "{fds} fds, {threads} threads");
+        let per_thread = super::thread_cpu_seconds(None).expect("own threads");
+        assert!(!per_thread.is_empty() && per_thread.iter().any(|(_, cpu)| *cpu > 0.0), "{per_thread:?}");
     }
 
     #[test]

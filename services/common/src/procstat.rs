@@ -44,6 +44,25 @@ pub fn thread_cpu_seconds(pid: Option<u32>) -> Option<Vec<(i32, f64)>> {
     )
 }
 
+/// Voluntary context switches of each thread of process `pid` (this process when `None`) whose
+/// name is `name`: how often a thread went to sleep and was woken, the cost a thread that should
+/// sleep through an idle spell is judged by (a tick-granular CPU time is too coarse for that).
+pub fn thread_switches(pid: Option<u32>, name: &str) -> Option<u64> {
+    let p = match pid {
+        Some(pid) => Process::new(i32::try_from(pid).ok()?).ok()?,
+        None => Process::myself().ok()?,
+    };
+    let tasks = p.tasks().ok()?;
+    Some(
+        tasks
+            .flatten()
+            .filter_map(|t| t.status().ok())
+            .filter(|s| s.name == name)
+            .filter_map(|s| s.voluntary_ctxt_switches)
+            .sum(),
+    )
+}
+
 /// Open file descriptors and threads of process `pid`: what a soak watches for leaks (the
 /// descriptors from `/proc/PID/fd`, the threads from its stat line).
 pub fn fds_threads(pid: u32) -> Option<(u64, u64)> {
@@ -103,6 +122,23 @@ mod tests {
         assert!(fds >= 3 && threads >= 1, "{fds} fds, {threads} threads");
         let per_thread = super::thread_cpu_seconds(None).expect("own threads");
         assert!(!per_thread.is_empty() && per_thread.iter().any(|(_, cpu)| *cpu > 0.0), "{per_thread:?}");
+        // A thread of ours that slept ten times has switched at least ten times (it waits, alive,
+        // until it has been read).
+        let (slept, read) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
+        let t = std::thread::Builder::new()
+            .name("switch-probe".into())
+            .spawn(move || {
+                (0..10).for_each(|_| std::thread::sleep(std::time::Duration::from_millis(1)));
+                slept.0.send(()).expect("main thread");
+                let _ = read.1.recv();
+            })
+            .expect("spawn");
+        slept.1.recv().expect("probe thread");
+        let switches = super::thread_switches(None, "switch-probe");
+        drop(read.0);
+        t.join().expect("probe thread");
+        assert!(switches.is_some_and(|n| n >= 10), "{switches:?}");
+        assert_eq!(super::thread_switches(None, "no-such-thread"), Some(0));
     }
 
     #[test]

@@ -20,7 +20,12 @@ async fn accepted(body: web::Bytes) -> HttpResponse {
 async fn main() -> std::io::Result<()> {
     let listen = std::env::var("INGEST_LISTEN").unwrap_or_else(|_| "127.0.0.1:18090".into());
     let boot = format!("null-{}", std::process::id());
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    // `INGEST_WORKERS` as the ingest reads it (0 or unset: one per core), so the reference runs
+    // the ingest's worker count.
+    let workers = match std::env::var("INGEST_WORKERS").ok().and_then(|v| v.parse::<usize>().ok()) {
+        Some(n) if n > 0 => n,
+        _ => std::thread::available_parallelism().map_or(2, |n| n.get()),
+    };
     eprintln!("null_202: listening on {listen} with {workers} workers");
     HttpServer::new(move || {
         let boot = boot.clone();

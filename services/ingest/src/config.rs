@@ -113,10 +113,10 @@ pub struct IngestConfig {
     /// Ring slots; a power of two, at least 64 (2^17 by default, the reference experiment's size).
     #[arg(long, env = "INGEST_RING_SIZE", default_value_t = 1 << 17, value_parser = power_of_two)]
     pub ring_size: usize,
-    /// Longest sleep of the idle ring consumer between looks, in microseconds (it starts at 1 ms
-    /// and doubles while the ring stays empty, never past a gathered record's due time; it never
-    /// spins).
-    #[arg(long, env = "INGEST_RING_IDLE_SLEEP_US", default_value_t = 10_000)]
+    /// Longest sleep of the ring consumer while the ring is empty, in microseconds (never past a
+    /// gathered record's due time; it never spins). A put wakes it, so this adds nothing to a
+    /// quiet request: it bounds the looks of an idle ingest.
+    #[arg(long, env = "INGEST_RING_IDLE_SLEEP_US", default_value_t = 250_000)]
     pub ring_idle_sleep_us: u64,
     /// Longest a request may wait for its acknowledgement before a 503, in milliseconds.
     #[arg(long, env = "INGEST_DEADLINE_MS", default_value_t = 5000)]

@@ -5,10 +5,11 @@
 //! immediate 503); one consumer thread, ours, drains whole batches with the crate's
 //! `EventPoller`, gathers them into Kafka records (`crate::gather`) and hands those to
 //! librdkafka. It owns its loop because gathering needs a timer: a window's record must go when
-//! the window ends, even if no further request comes. Between looks it parks, never spins, and
-//! parks longer the longer the ring stays idle (never past the gathered record's due time), so
-//! an idle ingest costs almost nothing on a 2-core machine that also runs k6 and five servers; a
-//! put wakes it, so a quiet request does not wait out the nap (`crate::wake`: who wakes it when).
+//! the window ends, even if no further request comes. Between looks it parks, never spins; with
+//! the ring empty it parks for `--ring-idle-sleep-us` (never past the gathered record's due
+//! time), so an idle ingest costs almost nothing on a 2-core machine that also runs k6 and five
+//! servers; a put wakes it, so a quiet request does not wait out the nap (`crate::wake`: who
+//! wakes it when), and the last ring handle wakes it to finish.
 //! Slots hold their entry behind an uncontended mutex because the disruptor hands consumers
 //! `&E` and the consumer must move the entry (and its acknowledgement channel) out.
 //!
@@ -36,17 +37,6 @@ pub(crate) struct Slot(Mutex<Option<Entry>>);
 /// poisoned lock still holds a consistent `Option`, so take it rather than panic.
 fn lock(slot: &Slot) -> std::sync::MutexGuard<'_, Option<Entry>> {
     slot.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// The consumer's sleep while the ring is idle: 1 ms after the last event, doubling on every
-/// further empty look, up to `max`. (A fixed 500 µs cost 5 % of a core while idle, measured with
-/// /proc; a fixed 10 ms would add 10 ms to every quiet request.) It starts at 1 ms, not less:
-/// under load the ring is empty for moments between requests, and 50 µs naps there were tens of
-/// thousands of wake-ups a second; 1 ms is small next to the gathering window.
-const BACKOFF_MIN: Duration = Duration::from_micros(1000);
-
-fn backoff(empty_looks: u32, max: Duration) -> Duration {
-    BACKOFF_MIN.saturating_mul(1 << empty_looks.min(16)).min(max)
 }
 
 /// Published and drained counts, for the occupancy gauge, and the bytes held.
@@ -93,7 +83,12 @@ struct Joiner(Option<std::thread::JoinHandle<()>>);
 
 impl Drop for Joiner {
     fn drop(&mut self) {
-        if let Some(Err(e)) = self.0.take().map(|t| t.join()) {
+        // The producer handle went first, so the consumer's next look finds the ring shut: wake
+        // it for that look rather than wait out its nap (a put ends the nap, and none comes now).
+        if let Some(Err(e)) = self.0.take().map(|t| {
+            t.thread().unpark();
+            t.join()
+        }) {
             tracing::error!(error = ?e, "the ring consumer panicked");
         }
     }
@@ -185,7 +180,6 @@ fn consume(
     wake: &Wake,
 ) {
     let mut gather = Gather::new(opts.record_max_bytes, opts.window, opts.adaptive);
-    let mut empty_looks = 0u32;
     // Handles made once: a `histogram!` per record would look the series up each time.
     let (ring_wait, drain_batch) =
         (histogram!(catalog::INGEST_RING_WAIT_SECONDS), histogram!(catalog::INGEST_RING_DRAIN_BATCH_RECORDS));
@@ -193,7 +187,6 @@ fn consume(
         let now = Instant::now();
         let (idle, finished) = match poller.poll() {
             Ok(mut events) => {
-                empty_looks = 0;
                 let mut n = 0u64;
                 for slot in &mut events {
                     if let Some(entry) = lock(slot).take() {
@@ -231,14 +224,15 @@ fn consume(
             // round trip). After it, with a record gathered behind one in flight, until the
             // broker's acknowledgement leaves nothing in flight (the delivery report wakes us) or
             // the window ends; puts do not wake us then, they only join what is gathered. With
-            // nothing gathered, until a put wakes us, after a nap that grows while the ring
-            // stays idle.
+            // nothing gathered, until a put wakes us: the whole `--ring-idle-sleep-us` at once,
+            // because looking sooner would find nothing (timed looks 1, 2, 4... ms apart were
+            // two wake-ups in three of a quiet ingest's consumer).
             let (what, nap) = match (gather.spacing_left(now), gather.awaits_link(), publisher.in_flight() > 0) {
                 (Some(left), _, _) => (None, left),
                 (None, true, true) => (Some(Awaits::Link), Duration::MAX),
                 // The link went idle after `flush_if_due` looked: look again.
                 (None, true, false) => (None, Duration::ZERO),
-                (None, false, _) => (Some(Awaits::Put), backoff(empty_looks, opts.idle_sleep_max)),
+                (None, false, _) => (Some(Awaits::Put), opts.idle_sleep_max),
             };
             let nap = gather.due_in(now).map_or(nap, |due| due.min(nap));
             let drained = c.drained.load(Ordering::Relaxed);
@@ -252,10 +246,93 @@ fn consume(
                 None => std::thread::park_timeout(nap),
             }
             wake.awake();
-            empty_looks = empty_looks.saturating_add(1);
         }
         if finished {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gather::Pending;
+    use pipeline_common::procstat::thread_switches;
+    use std::sync::atomic::AtomicUsize;
+
+    /// A broker that acknowledges at once: it counts the records it is handed.
+    #[derive(Clone, Default)]
+    struct Counting(Arc<AtomicUsize>);
+
+    impl Publish for Counting {
+        fn send_all(&self, records: impl Iterator<Item = Pending>) {
+            self.0.fetch_add(records.count(), Ordering::SeqCst);
+        }
+        fn in_flight(&self) -> usize {
+            0
+        }
+        fn wake_when_link_idle(&self, _: Arc<Wake>) {}
+    }
+
+    fn start(idle_sleep_max: Duration) -> (Ring, Drained, Counting) {
+        let sent = Counting::default();
+        let opts = RingOptions {
+            size: 64,
+            max_bytes: 1 << 20,
+            idle_sleep_max,
+            record_max_bytes: 1 << 16,
+            window: Duration::from_millis(20),
+            adaptive: true,
+        };
+        let (ring, drained) = Ring::start(opts, sent.clone()).expect("ring");
+        (ring, drained, sent)
+    }
+
+    fn put(ring: &mut Ring) {
+        let entry = Entry { payload: br#"{"id":"a"}"#.to_vec(), ack: None, put: Instant::now() };
+        assert!(ring.try_put_all(vec![entry]).is_ok(), "an empty ring takes a put");
+    }
+
+    fn until_sent(sent: &Counting, n: usize) {
+        for _ in 0..5000 {
+            if sent.0.load(Ordering::SeqCst) >= n {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        panic!("the consumer never sent record {n}");
+    }
+
+    /// Quiet traffic, a request every 10 ms: the consumer wakes for each request and for its
+    /// record's spacing, not on a timer in between (a put wakes it, so looking sooner finds
+    /// nothing). Counted in the consumer thread's sleeps, not in time.
+    #[test]
+    fn a_quiet_ingest_wakes_the_consumer_twice_a_request() {
+        let (mut ring, _drained, sent) = start(Duration::from_millis(200));
+        put(&mut ring);
+        until_sent(&sent, 1);
+        let before = thread_switches(None, "ring-consumer").expect("own threads");
+        let n = 50;
+        for i in 0..n {
+            std::thread::sleep(Duration::from_millis(10));
+            put(&mut ring);
+            until_sent(&sent, i + 2);
+        }
+        let switches = thread_switches(None, "ring-consumer").expect("own threads") - before;
+        assert!(switches <= (n as u64) * 5 / 2, "{switches} sleeps of the consumer for {n} requests");
+    }
+
+    /// The last ring handle wakes the consumer to finish: its nap while the ring is idle may be
+    /// long (a put ends it), and the shutdown must not wait it out.
+    #[test]
+    fn the_last_handle_ends_the_consumer_nap() {
+        let (mut ring, drained, sent) = start(Duration::from_secs(60));
+        put(&mut ring);
+        until_sent(&sent, 1);
+        std::thread::sleep(Duration::from_millis(2500));
+        let t0 = Instant::now();
+        drop(ring);
+        assert!(drained.wait(Duration::from_secs(5)), "the consumer did not finish");
+        assert!(t0.elapsed() < Duration::from_secs(1), "the shutdown waited {:?} for the nap", t0.elapsed());
     }
 }

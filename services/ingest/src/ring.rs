@@ -59,6 +59,15 @@ impl Counts {
         }
         true
     }
+
+    /// Nothing published is left to poll, given the consumer's own count of what it drained. A put
+    /// is counted after its slot is published, so the consumer can drain an entry before it is
+    /// counted; that is nothing left too, and the consumer may sleep: the put's wake-up follows
+    /// its count. (Equality alone kept the consumer looking, without sleeping, until the count
+    /// caught up: a spin for as long as the putting worker was off its core.)
+    fn all_drained(&self, drained: u64) -> bool {
+        self.published.load(Ordering::SeqCst) <= drained
+    }
 }
 
 /// The ring is full (or has fewer free slots than a batch needs).
@@ -238,7 +247,7 @@ fn consume(
             let drained = c.drained.load(Ordering::Relaxed);
             let still_needed = |what: Awaits| match what {
                 Awaits::Link => publisher.in_flight() > 0,
-                Awaits::Put => c.published.load(Ordering::SeqCst) == drained,
+                Awaits::Put => c.all_drained(drained),
             };
             match what {
                 Some(what) if wake.prepare(what, || still_needed(what)) => std::thread::park_timeout(nap),
@@ -308,7 +317,9 @@ mod tests {
     /// nothing). Counted in the consumer thread's sleeps, not in time.
     #[test]
     fn a_quiet_ingest_wakes_the_consumer_twice_a_request() {
-        let (mut ring, _drained, sent) = start(Duration::from_millis(200));
+        // A nap far longer than the test: a put that did not wake the consumer stalls it, and
+        // `until_sent` says so.
+        let (mut ring, _drained, sent) = start(Duration::from_secs(60));
         put(&mut ring);
         until_sent(&sent, 1);
         let before = thread_switches(None, "ring-consumer").expect("own threads");
@@ -318,8 +329,19 @@ mod tests {
             put(&mut ring);
             until_sent(&sent, i + 2);
         }
-        let switches = thread_switches(None, "ring-consumer").expect("own threads") - before;
+        // Every consumer of the process is counted: under `cargo test` another test's ring may
+        // add a few (nextest runs each test in a process of its own).
+        let switches = thread_switches(None, "ring-consumer").expect("own threads").saturating_sub(before);
         assert!(switches <= (n as u64) * 5 / 2, "{switches} sleeps of the consumer for {n} requests");
+    }
+
+    #[test]
+    fn an_entry_drained_before_it_is_counted_lets_the_consumer_sleep() {
+        let c = Counts::default();
+        c.published.store(5, Ordering::SeqCst);
+        assert!(!c.all_drained(4), "one published entry not yet drained");
+        assert!(c.all_drained(5));
+        assert!(c.all_drained(6), "drained before the putting worker counted it: nothing to poll");
     }
 
     /// The last ring handle wakes the consumer to finish: its nap while the ring is idle may be
@@ -329,7 +351,8 @@ mod tests {
         let (mut ring, drained, sent) = start(Duration::from_secs(60));
         put(&mut ring);
         until_sent(&sent, 1);
-        std::thread::sleep(Duration::from_millis(2500));
+        // Long enough for the consumer to be parked in its nap.
+        std::thread::sleep(Duration::from_millis(200));
         let t0 = Instant::now();
         drop(ring);
         assert!(drained.wait(Duration::from_secs(5)), "the consumer did not finish");

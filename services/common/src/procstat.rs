@@ -10,6 +10,14 @@ fn ticks() -> f64 {
     procfs::ticks_per_second() as f64
 }
 
+/// Process `pid`, or this process when `None`; `None` where /proc cannot be read.
+fn process(pid: Option<u32>) -> Option<Process> {
+    match pid {
+        Some(pid) => Process::new(i32::try_from(pid).ok()?).ok(),
+        None => Process::myself().ok(),
+    }
+}
+
 /// utime + stime of process `pid` (this process when `None`), in seconds, all threads; `None`
 /// where /proc cannot be read.
 pub fn cpu_seconds(pid: Option<u32>) -> Option<f64> {
@@ -19,10 +27,7 @@ pub fn cpu_seconds(pid: Option<u32>) -> Option<f64> {
 /// CPU seconds (user + system, all threads) and resident bytes of process `pid` (this process
 /// when `None`).
 pub fn cpu_rss(pid: Option<u32>) -> Option<(f64, u64)> {
-    let p = match pid {
-        Some(pid) => Process::new(i32::try_from(pid).ok()?).ok()?,
-        None => Process::myself().ok()?,
-    };
+    let p = process(pid)?;
     let stat = p.stat().ok()?;
     Some(((stat.utime + stat.stime) as f64 / ticks(), stat.rss * procfs::page_size()))
 }
@@ -30,10 +35,7 @@ pub fn cpu_rss(pid: Option<u32>) -> Option<(f64, u64)> {
 /// CPU seconds (user + system) of each thread of process `pid` (this process when `None`), by
 /// thread id: what says which thread of a process spends its CPU.
 pub fn thread_cpu_seconds(pid: Option<u32>) -> Option<Vec<(i32, f64)>> {
-    let p = match pid {
-        Some(pid) => Process::new(i32::try_from(pid).ok()?).ok()?,
-        None => Process::myself().ok()?,
-    };
+    let p = process(pid)?;
     let tasks = p.tasks().ok()?;
     // A thread that ends between the listing and its stat is left out, not an error.
     Some(
@@ -48,10 +50,7 @@ pub fn thread_cpu_seconds(pid: Option<u32>) -> Option<Vec<(i32, f64)>> {
 /// name is `name`: how often a thread went to sleep and was woken, the cost a thread that should
 /// sleep through an idle spell is judged by (a tick-granular CPU time is too coarse for that).
 pub fn thread_switches(pid: Option<u32>, name: &str) -> Option<u64> {
-    let p = match pid {
-        Some(pid) => Process::new(i32::try_from(pid).ok()?).ok()?,
-        None => Process::myself().ok()?,
-    };
+    let p = process(pid)?;
     let tasks = p.tasks().ok()?;
     Some(
         tasks
@@ -66,7 +65,7 @@ pub fn thread_switches(pid: Option<u32>, name: &str) -> Option<u64> {
 /// Open file descriptors and threads of process `pid`: what a soak watches for leaks (the
 /// descriptors from `/proc/PID/fd`, the threads from its stat line).
 pub fn fds_threads(pid: u32) -> Option<(u64, u64)> {
-    let p = Process::new(i32::try_from(pid).ok()?).ok()?;
+    let p = process(Some(pid))?;
     let threads = u64::try_from(p.stat().ok()?.num_threads).ok()?;
     Some((p.fd_count().ok()? as u64, threads))
 }

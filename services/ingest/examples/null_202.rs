@@ -22,10 +22,8 @@ async fn main() -> std::io::Result<()> {
     let boot = format!("null-{}", std::process::id());
     // `INGEST_WORKERS` as the ingest reads it (0 or unset: one per core), so the reference runs
     // the ingest's worker count.
-    let workers = match std::env::var("INGEST_WORKERS").ok().and_then(|v| v.parse::<usize>().ok()) {
-        Some(n) if n > 0 => n,
-        _ => std::thread::available_parallelism().map_or(2, |n| n.get()),
-    };
+    let flag = std::env::var("INGEST_WORKERS").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let workers = ingest::config::http_workers(flag);
     eprintln!("null_202: listening on {listen} with {workers} workers");
     HttpServer::new(move || {
         let boot = boot.clone();

@@ -221,6 +221,16 @@ fn power_of_two(s: &str) -> Result<usize, String> {
     }
 }
 
+/// The HTTP worker threads `--workers N` asks for: N, or one per core for 0. Public so the
+/// null-202 reference (`examples/null_202.rs`) runs the same count from the same variable.
+pub fn http_workers(flag: usize) -> usize {
+    if flag == 0 {
+        std::thread::available_parallelism().map_or(2, |n| n.get())
+    } else {
+        flag
+    }
+}
+
 impl IngestConfig {
     pub fn deadline(&self) -> Duration {
         Duration::from_millis(self.deadline_ms)

@@ -68,8 +68,7 @@ impl Application {
         .context("starting the ring consumer")?;
         let listener = TcpListener::bind(cfg.listen).with_context(|| format!("binding {}", cfg.listen))?;
         let port = listener.local_addr()?.port();
-        let workers =
-            if cfg.workers == 0 { std::thread::available_parallelism().map_or(2, |n| n.get()) } else { cfg.workers };
+        let workers = crate::config::http_workers(cfg.workers);
         let shutdown_grace = cfg.deadline() + Duration::from_secs(1);
         let instance = cfg.ingest_id.unwrap_or_else(random_instance);
         tracing::info!(ingest_id = instance, "stamping versions as this ingest");
